@@ -1,0 +1,1 @@
+"""mockgpu: a mock-GPU Kubernetes testbed and teaching kit."""

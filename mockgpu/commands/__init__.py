@@ -1,0 +1,1 @@
+"""Subcommands of ``mockgpu`` that belong to no single room (lab)."""
