@@ -76,7 +76,8 @@ def check_labels(spec: ClusterSpec) -> None:
             if restricted and key not in _ALLOWED_KEYS and not key.startswith(_ALLOWED_PREFIXES):
                 raise ConfigError(
                     spec.source, f"spec.nodePools[{i}].labels",
-                    f"'{key}' is in a kubernetes.io namespace the kubelet may not set (kind labels nodes via the kubelet)",
+                    f"'{key}' is in a kubernetes.io namespace the kubelet may not set "
+                    "(kind labels nodes through the kubelet)",
                 )
 
 

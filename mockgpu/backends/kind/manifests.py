@@ -75,7 +75,8 @@ def rbac() -> list[dict[str, Any]]:
     subject = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
     read = ["get", "list", "watch"]
     cluster_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta("mockgpu-gpu-state", False),
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": _meta("mockgpu-gpu-state", False),
         "rules": [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": read}],
     }
     cluster_binding = {

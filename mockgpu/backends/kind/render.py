@@ -66,7 +66,8 @@ def cluster_manifests(opts: UpOptions) -> list[dict[str, Any]]:
 def render_all(opts: UpOptions, state_dir: Path | None = None) -> str:
     """The kind config and every manifest as one YAML stream; touches neither Docker nor the cluster."""
     kind_opts = render_options(opts, state_dir)
-    out = f"# mockgpu kind cluster '{opts.name}' from {Path(opts.spec.source).name}; device plugin: {opts.device_plugin}\n"
+    source = Path(opts.spec.source).name
+    out = f"# mockgpu kind cluster '{opts.name}' from {source}; device plugin: {opts.device_plugin}\n"
     out += dump_stream([kind_config(opts.spec, kind_opts), *cluster_manifests(opts)])
     if opts.device_plugin == "fake-gpu-operator":
         out += f"# Helm values: helm upgrade --install {fgo.RELEASE} {fgo.CHART} --version {fgo.CHART_VERSION}\n"
