@@ -31,6 +31,7 @@ from mockgpu.backends.kind.render import (
     render_options,
 )
 from mockgpu.backends.kind.run import Progress, Runner
+from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
 
 WAIT_SECONDS = 180.0
@@ -52,6 +53,34 @@ def _gpu_allocatable(node: dict) -> dict[str, int]:
             except ValueError:
                 continue
     return out
+
+
+def wait_for_gpus(runner: Runner, kubectl: list[str], spec: ClusterSpec, progress: Progress) -> None:
+    """Poll nodes until every spec node with GPUs shows some ``nvidia.com/*`` allocatable > 0.
+
+    Deliberately loose about *which* resources (MIG strategy and time-slicing decide the names and
+    counts; that is the device plugin's business): it prints what each node advertises instead.
+    """
+    want = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.count}
+    waited = 0.0
+    while True:
+        res = runner.check([*kubectl, "get", "nodes", "-o", "json"])
+        seen: dict[str, dict[str, int]] = {}
+        for item in json.loads(res.stdout).get("items", []):
+            spec_node = item.get("metadata", {}).get("labels", {}).get(NODE_LABEL)
+            gpus = {k: v for k, v in _gpu_allocatable(item).items() if v > 0}
+            if spec_node in want and gpus:
+                seen[spec_node] = gpus
+        if set(seen) == want:
+            for node in sorted(seen):
+                progress.note(f"{node}: " + ", ".join(f"{k}={v}" for k, v in sorted(seen[node].items())))
+            return
+        if waited >= WAIT_SECONDS:
+            missing = ", ".join(sorted(want - set(seen)))
+            raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
+                               f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
+        runner.sleep(POLL_SECONDS)
+        waited += POLL_SECONDS
 
 
 class KindBackend:
@@ -96,7 +125,7 @@ class KindBackend:
             with progress.step("apply manifests" + (" and helm install fake-gpu-operator" if use_fgo else "")):
                 self._apply(opts, kubeconfig, state)
             with progress.step("wait for GPUs in node allocatable"):
-                self._wait_for_gpus(opts, kubeconfig, progress)
+                wait_for_gpus(self.runner, self._kubectl(kubeconfig, opts.name), opts.spec, progress)
         except BaseException:
             if opts.retain:
                 progress.note(f"keeping the half-created cluster '{opts.name}' (--retain); "
@@ -177,28 +206,6 @@ class KindBackend:
                 print(f"      fake-gpu-operator cannot express: {note}", file=self.out)
             self.runner.check([*fgo.helm_install_args(str(values), f"kind-{opts.name}"),
                                "--kubeconfig", str(kubeconfig)], timeout=900)
-
-    def _wait_for_gpus(self, opts: UpOptions, kubeconfig: Path, progress: Progress) -> None:
-        want = {n.name for n in opts.spec.nodes() if n.gpu is not None and n.gpu.count}
-        waited, seen = 0.0, {}
-        while True:
-            res = self.runner.check([*self._kubectl(kubeconfig, opts.name), "get", "nodes", "-o", "json"])
-            seen = {}
-            for item in json.loads(res.stdout).get("items", []):
-                spec_node = item.get("metadata", {}).get("labels", {}).get(NODE_LABEL)
-                gpus = {k: v for k, v in _gpu_allocatable(item).items() if v > 0}
-                if spec_node in want and gpus:
-                    seen[spec_node] = gpus
-            if set(seen) == want:
-                for node in sorted(seen):
-                    progress.note(f"{node}: " + ", ".join(f"{k}={v}" for k, v in sorted(seen[node].items())))
-                return
-            if waited >= WAIT_SECONDS:
-                missing = ", ".join(sorted(want - set(seen)))
-                raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
-                                   f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
-            self.runner.sleep(POLL_SECONDS)
-            waited += POLL_SECONDS
 
     def _endpoint(self, kubeconfig: Path, name: str) -> str:
         try:
