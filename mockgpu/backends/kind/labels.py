@@ -1,8 +1,8 @@
 """The Kubernetes labels a spec node gets on a real cluster.
 
-GPU labels come from the device plugin room's GFD-style ``gfd_labels(inventory, config)`` when it is
-installed; until then (or if the hardware model cannot build the node) a small fallback derived from
-the spec alone is used. This module is the one place that knows about that seam.
+GPU labels come from the device plugin room's GFD-style ``gfd_labels(inventory, config)`` plus NFD's
+``nvidia.com/gpu.present=true``. If that module cannot be imported (a trimmed install), a small
+fallback derived from the spec alone is used. This module is the one place that knows about that seam.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
 
 NODE_LABEL = "mockgpu.io/node"  # value: the spec node name (``<pool>-<n>``)
 POOL_LABEL = "mockgpu.io/pool"
+# Node Feature Discovery's label on nodes with NVIDIA GPUs (GFD does not write it; FGO does).
+PRESENT_LABEL = "nvidia.com/gpu.present"
 # Labels GFD writes that change on every run; dropped so rendered output is stable.
 _VOLATILE = ("nvidia.com/gfd.timestamp",)
 
@@ -29,7 +31,7 @@ def gpu_labels(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
         from mockgpu.deviceplugin.labels import gfd_labels
     except ImportError:
         return _fallback_gpu_labels(node)
-    labels = gfd_labels(node_inventory(spec, node.name), node.gpu.devicePluginConfig)
+    labels = {PRESENT_LABEL: "true", **gfd_labels(node_inventory(spec, node.name), node.gpu.devicePluginConfig)}
     return {k: str(v) for k, v in sorted(labels.items()) if k not in _VOLATILE}
 
 
@@ -42,7 +44,7 @@ def _fallback_gpu_labels(node: NodeSpec) -> dict[str, str]:
     cfg = node.gpu.devicePluginConfig
     replicas = cfg.replicas_for("nvidia.com/gpu")
     labels = {
-        "nvidia.com/gpu.present": "true",
+        PRESENT_LABEL: "true",
         "nvidia.com/gpu.count": str(node.gpu.count),
         "nvidia.com/gpu.replicas": str(replicas),
         "nvidia.com/gpu.sharing-strategy": "time-slicing" if replicas > 1 else "none",
