@@ -1,9 +1,14 @@
-"""Hand-built node inventories (the workshop nodes' shapes) for the device plugin tests.
+"""Node inventories for the device plugin tests: workshop nodes built by ``node_inventory``, and
+hand-built shapes the workshop lacks (uniform MIG, PCIe NUMA, T4).
 
 A plain module (not conftest) so its name cannot clash with other test folders' helpers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mockgpu.config.clusterspec import load_spec
+from mockgpu.config.inventory import node_inventory
 from mockgpu.gpu.catalog import get_model
 from mockgpu.gpu.inventory import MigInstance, NodeInventory, PhysicalGPU
 
@@ -32,19 +37,22 @@ def make_gpu(node: str, index: int, model: str, *, numa: int = 0, peers: tuple[i
     )
 
 
-def whole_node(name: str = "whole-0") -> NodeInventory:
-    """Workshop 'whole': 4 x H100, NVLink pairs 0-1 and 2-3, GPUs 0-1 on NUMA 0 and 2-3 on NUMA 1."""
-    peers = {0: (1,), 1: (0,), 2: (3,), 3: (2,)}
-    return NodeInventory("workshop", name, tuple(
-        make_gpu(name, i, "H100-SXM5-80GB", numa=i // 2, peers=peers[i]) for i in range(4)))
+WORKSHOP = Path(__file__).resolve().parents[2] / "clusters" / "workshop.yaml"
 
 
-def mig_node(name: str = "mig-0") -> NodeInventory:
-    """Workshop 'mig': A100-80GB GPU 0 as 7 x 1g.10gb, GPU 1 as 3g.40gb + 2g.20gb + 1g.10gb."""
-    return NodeInventory("workshop", name, (
-        make_gpu(name, 0, "A100-SXM4-80GB", mig=("1g.10gb",) * 7),
-        make_gpu(name, 1, "A100-SXM4-80GB", mig=("3g.40gb", "2g.20gb", "1g.10gb")),
-    ))
+def workshop(node: str) -> NodeInventory:
+    """A node of clusters/workshop.yaml, built as every mockgpu process builds it."""
+    return node_inventory(load_spec(WORKSHOP), node)
+
+
+def whole_node() -> NodeInventory:
+    """Workshop 'whole-0': 4 x H100, NVLink pairs 0-1 and 2-3, GPUs 0-1 on NUMA 0 and 2-3 on NUMA 1."""
+    return workshop("whole-0")
+
+
+def mig_node() -> NodeInventory:
+    """Workshop 'mig-0': A100-80GB GPU 0 as 7 x 1g.10gb, GPU 1 as 3g.40gb + 2g.20gb + 1g.10gb."""
+    return workshop("mig-0")
 
 
 def uniform_mig_node(name: str = "single-0") -> NodeInventory:
@@ -53,4 +61,5 @@ def uniform_mig_node(name: str = "single-0") -> NodeInventory:
 
 
 def plain_node(name: str = "shared-0", count: int = 2, model: str = "A100-SXM4-80GB") -> NodeInventory:
+    """Whole GPUs without topology (the workshop 'shared-0' shape when count is 2)."""
     return NodeInventory("workshop", name, tuple(make_gpu(name, i, model) for i in range(count)))
