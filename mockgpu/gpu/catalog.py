@@ -32,6 +32,7 @@ class MigProfile:
     max_count: int
     placements: tuple[tuple[int, int], ...]  # (start, size) in memory slots
     placements_source: str
+    engines: tuple[int, int, int, int] = (0, 0, 0, 0)  # copy engines, NVDEC, JPEG, OFA (MIG guide tables)
 
     @property
     def starts(self) -> tuple[int, ...]:
@@ -80,6 +81,7 @@ def _profile(d: dict) -> MigProfile:
         max_count=d["max_count"],
         placements=tuple((s, z) for s, z in d["placements"]),
         placements_source=d["placements_source"],
+        engines=tuple(d["engines"][k] for k in ("copy_engines", "nvdec", "jpeg", "ofa")),
     )
 
 
