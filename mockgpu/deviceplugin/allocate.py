@@ -7,6 +7,9 @@ than to /dev/nvidia*: the node's driver directory is mounted read-write at
 ``/run/mockgpu/driver`` and ``MOCKGPU_DRIVER_DIR`` points there; optionally the fake
 ``nvidia-smi`` is mounted read-only at ``/usr/bin/nvidia-smi``.
 
+Not simulated: the other ``deviceListStrategy`` values (volume-mounts, CDI) and ``passDeviceSpecs``
+(fake GPUs have no device nodes); the command logs a warning when a config asks for them.
+
 ``CUDA_VISIBLE_DEVICES`` is set only when the pool's config has mockgpu's
 ``flags.injectCudaVisibleDevices`` (same IDs as ``NVIDIA_VISIBLE_DEVICES``). The real plugin never
 sets it, nor does the NVIDIA container toolkit: inside a real container CUDA simply sees the

@@ -76,8 +76,14 @@ def run(args: argparse.Namespace) -> int:
         driver_dir=driver_dir, nvidia_smi=Path(args.nvidia_smi) if args.nvidia_smi else None,
         inject_cuda_visible_devices=bool(config and config.flags.injectCudaVisibleDevices),
     )
+    log = logging.getLogger(__name__)
     if not managers:
-        logging.getLogger(__name__).warning("node %s has no GPUs; nothing to advertise", args.node)
+        log.warning("node %s has no GPUs; nothing to advertise", args.node)
+    if config and config.flags.plugin.deviceListStrategy != "envvar":
+        log.warning("deviceListStrategy %r is not simulated; devices are passed as NVIDIA_VISIBLE_DEVICES (envvar)",
+                    config.flags.plugin.deviceListStrategy)
+    if config and config.flags.plugin.passDeviceSpecs:
+        log.warning("passDeviceSpecs is ignored: fake GPUs have no /dev/nvidia* device nodes")
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

@@ -196,11 +196,11 @@ def _base_resources(inventory: NodeInventory, config: DevicePluginConfig) -> dic
     if strategy == "single" and mig_gpus:
         if len(mig_gpus) != len(inventory.gpus):
             raise MockgpuError(f"node {inventory.node}: migStrategy single needs MIG on every GPU "
-                               "(devices with MIG enabled and disabled detected); use mixed")
+                               "(devices with MIG enabled and disabled detected); use mixed", exit_code=2)
         profiles = {m.profile for g in mig_gpus for m in g.mig}
         if len(profiles) != 1:
             raise MockgpuError(f"node {inventory.node}: migStrategy single needs one MIG profile on the node, "
-                               f"found {', '.join(sorted(profiles))}; use mixed")
+                               f"found {', '.join(sorted(profiles))}; use mixed", exit_code=2)
     for g in inventory.gpus:
         if not g.mig_enabled:
             out.setdefault(GPU_RESOURCE, []).append(_gpu_device(g, id_strategy))
