@@ -182,3 +182,12 @@ def test_stop_removes_sockets(short_dir: Path, kubelet: FakeKubelet) -> None:
         kubelet.next_registration()
         assert (short_dir / "nvidia-gpu.sock").is_socket()
     assert not (short_dir / "nvidia-gpu.sock").exists()
+
+
+def test_own_socket_deleted_restarts_and_registers_again(short_dir: Path, kubelet: FakeKubelet) -> None:
+    with whole_plugins(short_dir) as plugins:
+        kubelet.next_registration()
+        (short_dir / "nvidia-gpu.sock").unlink()
+        req, _ = kubelet.next_registration()
+        assert req.endpoint == "nvidia-gpu.sock" and (short_dir / "nvidia-gpu.sock").is_socket()
+        assert plugins.registrations == 2
