@@ -180,3 +180,56 @@ def test_unknown_kubernetes_version_is_a_clear_error():
 def test_version_env_selects_the_image(monkeypatch, workshop):
     monkeypatch.setenv("MOCKGPU_KIND_K8S_VERSION", "1.36")
     assert all(n["image"] == NODE_IMAGES["1.36"].ref for n in _render(workshop)["nodes"])
+
+
+SCHED = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: gpu-binpack
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+"""
+
+
+def test_scheduler_file_for_kind_keeps_profiles_and_defaults_the_connection(tmp_path):
+    from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
+
+    src = tmp_path / "sched.yaml"
+    src.write_text(SCHED)
+    out = yaml.safe_load(scheduler_config_for_kind(src))
+    assert out["profiles"] == yaml.safe_load(SCHED)["profiles"]
+    assert out["clientConnection"] == {"kubeconfig": "/etc/kubernetes/scheduler.conf"}
+    src.write_text(SCHED + "clientConnection:\n  kubeconfig: /x.conf\n  qps: 50\n")
+    assert yaml.safe_load(scheduler_config_for_kind(src))["clientConnection"] == {"kubeconfig": "/x.conf", "qps": 50}
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n", "must be apiVersion"),
+    ("[1, 2", "malformed YAML"),
+    (None, "cannot read"),
+], ids=["old-version", "bad-yaml", "missing"])
+def test_bad_scheduler_file_is_a_config_error_before_anything_runs(tmp_path, workshop, text, match):
+    from mockgpu.backends.base import UpOptions
+    from mockgpu.backends.kind.render import render_options
+
+    src = tmp_path / "sched.yaml"
+    if text is not None:
+        src.write_text(text)
+    with pytest.raises(ConfigError, match=match) as err:
+        render_options(UpOptions(spec=workshop, name="w", scheduler_config=src), tmp_path / "state")
+    assert err.value.exit_code == 2
+
+
+def test_up_mounts_the_generated_scheduler_file(tmp_path, workshop):
+    from mockgpu.backends.base import UpOptions
+    from mockgpu.backends.kind.render import render_options
+
+    src = tmp_path / "sched.yaml"
+    src.write_text(SCHED)
+    opts = render_options(UpOptions(spec=workshop, name="w", scheduler_config=src), tmp_path / "state")
+    assert opts.scheduler_source == src and opts.scheduler_config == tmp_path / "state" / "scheduler-config.yaml"
+    mount = kind_config(workshop, opts)["nodes"][0]["extraMounts"][0]
+    assert mount["hostPath"] == str(tmp_path / "state" / "scheduler-config.yaml")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -190,3 +191,13 @@ def test_list_reads_kind_and_the_kubeconfig(tmp_path, workshop):
     (info,) = backend.list()
     assert (info.name, info.backend, info.endpoint, info.state) == ("workshop", "kind", "https://127.0.0.1:43123",
                                                                     "running")
+
+
+def test_up_writes_the_scheduler_file_it_mounts(tmp_path, workshop):
+    sched = tmp_path / "sched.yaml"
+    sched.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    backend, runner, _, opts = _up(tmp_path / "state", workshop, Cluster(), scheduler_config=sched)
+    backend.up(opts)
+    config = yaml.safe_load((tmp_path / "state" / "workshop" / "kind-config.yaml").read_text())
+    mounted = config["nodes"][0]["extraMounts"][0]["hostPath"]
+    assert yaml.safe_load(Path(mounted).read_text())["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"

@@ -19,7 +19,7 @@ import yaml
 
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.kind import fgo
-from mockgpu.backends.kind.config import kind_config
+from mockgpu.backends.kind.config import KindRenderOptions, kind_config
 from mockgpu.backends.kind.images import mockgpu_image
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.backends.kind.preflight import first_blocking, preflight
@@ -31,6 +31,7 @@ from mockgpu.backends.kind.render import (
     render_options,
 )
 from mockgpu.backends.kind.run import Progress, Runner
+from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
 
@@ -184,9 +185,12 @@ class KindBackend:
             raise MockgpuError(f"the mockgpu image is built from a checkout, but {root}/Dockerfile does not exist")
         self.runner.check(["docker", "build", "-t", mockgpu_image(), str(root)], timeout=1800)
 
-    def _create(self, opts: UpOptions, kind_opts, state: Path, kubeconfig: Path) -> None:
+    def _create(self, opts: UpOptions, kind_opts: KindRenderOptions, state: Path, kubeconfig: Path) -> None:
         for node in opts.spec.nodes():
             (state / node.name / "driver").mkdir(parents=True, exist_ok=True)
+        if kind_opts.scheduler_source is not None and kind_opts.scheduler_config is not None:
+            kind_opts.scheduler_config.parent.mkdir(parents=True, exist_ok=True)
+            kind_opts.scheduler_config.write_text(scheduler_config_for_kind(kind_opts.scheduler_source))
         config = state / "kind-config.yaml"
         config.write_text(dump_stream([kind_config(opts.spec, kind_opts)]))
         kubeconfig.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,8 @@ class KindRenderOptions:
 
     name: str
     state_dir: Path  # host folder holding <node>/driver for every spec node
-    scheduler_config: Path | None = None  # host path of a KubeSchedulerConfiguration
+    scheduler_config: Path | None = None  # host path of the KubeSchedulerConfiguration to mount
+    scheduler_source: Path | None = None  # the spec's file it is generated from (see scheduler.py)
     image: NodeImage | None = None
     device_plugin: str = "mockgpu"  # or "fake-gpu-operator"
 
@@ -119,7 +120,7 @@ def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
     if opts.scheduler_config is not None:
         control["extraMounts"] = [
-            {"hostPath": str(opts.scheduler_config.resolve()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
+            {"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
         ]
         config["kubeadmConfigPatches"] = [_scheduler_patch()]
     config["nodes"] = [control] + [_worker(spec, n, opts) for n in spec.nodes()]

@@ -17,6 +17,7 @@ from mockgpu.backends.kind import fgo
 from mockgpu.backends.kind.config import KindRenderOptions, kind_config, kind_node_names
 from mockgpu.backends.kind.images import mockgpu_image
 from mockgpu.backends.kind.manifests import PluginManifestOptions, namespace, plugin_manifests
+from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.errors import MockgpuError
 
 DEVICE_PLUGINS = ("mockgpu", "fake-gpu-operator")
@@ -48,11 +49,14 @@ def render_options(opts: UpOptions, state_dir: Path | None = None) -> KindRender
     if opts.device_plugin not in DEVICE_PLUGINS:
         raise MockgpuError(f"unknown device plugin '{opts.device_plugin}' (known: {', '.join(DEVICE_PLUGINS)})",
                            exit_code=2)
-    sched = opts.scheduler_config or opts.spec.scheduler_config_path()
-    if sched is not None and not sched.is_file():
-        raise MockgpuError(f"scheduler config {sched} does not exist", exit_code=2)
-    return KindRenderOptions(name=opts.name, state_dir=state_dir or default_state_dir(opts.name),
-                             scheduler_config=sched, device_plugin=opts.device_plugin)
+    state = state_dir or default_state_dir(opts.name)
+    source = opts.scheduler_config or opts.spec.scheduler_config_path()
+    mounted = None
+    if source is not None:
+        scheduler_config_for_kind(source)  # a bad file fails here, before any side effect
+        mounted = state / "scheduler-config.yaml"
+    return KindRenderOptions(name=opts.name, state_dir=state, scheduler_config=mounted, scheduler_source=source,
+                             device_plugin=opts.device_plugin)
 
 
 def cluster_manifests(opts: UpOptions) -> list[dict[str, Any]]:
