@@ -6,8 +6,9 @@ What a container gets, and how it differs from a real one:
   against a command allowlist (``allowlist.py``); refusal ends the container with reason
   ``StartError``, exit code 128, as containerd reports an exec failure (the kubelet shows the
   container waiting with ``RunContainerError`` while it retries).
-* env: a minimal base (PATH = the allowlist's wrapper dir, HOME, HOSTNAME = pod name, pass-through
-  of PYTHONPATH and ``MOCKGPU_*``), then the device plugin's envs, then the pod's env (later wins,
+* env: a minimal base (PATH = the allowlist's wrapper dir, HOME, HOSTNAME = pod name, the pod
+  identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the fake driver
+  records, pass-through of PYTHONPATH and ``MOCKGPU_*``), then the device plugin's envs, then the pod's env (later wins,
   as the kubelet appends container env after device envs).
 * mounts: no bind mounts. Simplification: an env value, an argv word or the working dir that
   names a path under a mount's container path (``/run/mockgpu/driver/x``) is rewritten to the
@@ -169,6 +170,11 @@ class ProcessRuntime:
     def container_env(self, spec: ContainerSpec) -> dict[str, str]:
         env = {"PATH": str(self.bin_dir), "HOME": str(self.scratch_dir(spec)), "HOSTNAME": spec.pod_name}
         env |= {k: v for k, v in os.environ.items() if k in PASSTHROUGH_ENV or k.startswith(PASSTHROUGH_PREFIX)}
+        env |= {
+            "MOCKGPU_POD_NAMESPACE": spec.namespace,
+            "MOCKGPU_POD_NAME": spec.pod_name,
+            "MOCKGPU_CONTAINER_NAME": spec.name,
+        }  # who the fake driver says holds GPU memory
         env |= spec.device_envs
         env |= spec.env
         return {k: rewrite_path(v, spec.mounts) for k, v in env.items()}
