@@ -200,4 +200,5 @@ def test_up_writes_the_scheduler_file_it_mounts(tmp_path, workshop):
     backend.up(opts)
     config = yaml.safe_load((tmp_path / "state" / "workshop" / "kind-config.yaml").read_text())
     mounted = config["nodes"][0]["extraMounts"][0]["hostPath"]
-    assert yaml.safe_load(Path(mounted).read_text())["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"
+    generated = yaml.safe_load(Path(mounted).read_text())
+    assert generated["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"
