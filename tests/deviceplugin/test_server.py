@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def kubelet(short_dir: Path) -> Iterator[FakeKubelet]:
 def stub(plugin_dir: Path, sock: str = "nvidia-gpu.sock") -> tuple[grpc.Channel, pb_grpc.DevicePluginStub]:
     ch = grpc.insecure_channel(f"unix://{plugin_dir / sock}")
     return ch, pb_grpc.DevicePluginStub(ch)
+
+
+def wait_until(cond, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def whole_plugins(plugin_dir: Path, **kw) -> NodePlugins:
@@ -161,7 +171,7 @@ def test_reregisters_after_kubelet_restart(short_dir: Path, kubelet: FakeKubelet
                 stream = s.ListAndWatch(pb.Empty(), timeout=20)
                 assert len(next(stream).devices) == 4
                 stream.cancel()
-            assert plugins.registrations == 2
+            assert wait_until(lambda: plugins.registrations == 2)
         finally:
             restarted.stop()
 
@@ -190,4 +200,4 @@ def test_own_socket_deleted_restarts_and_registers_again(short_dir: Path, kubele
         (short_dir / "nvidia-gpu.sock").unlink()
         req, _ = kubelet.next_registration()
         assert req.endpoint == "nvidia-gpu.sock" and (short_dir / "nvidia-gpu.sock").is_socket()
-        assert plugins.registrations == 2
+        assert wait_until(lambda: plugins.registrations == 2)  # counted once Register has returned
