@@ -176,7 +176,7 @@ class KindBackend:
         nodes = [n for n in self.runner.run(["kind", "get", "nodes", "--name", name]).stdout.split() if n]
         raise MockgpuError(
             f"a kind cluster named '{name}' already exists ({len(nodes)} node containers; it may be half-created): "
-            f"delete it with `mockgpu down --backend kind {name}` or choose another name"
+            f"delete it with `mockgpu down --backend kind --name {name}` or choose another name"
         )
 
     def _build_image(self) -> None:
