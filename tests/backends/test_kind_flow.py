@@ -103,6 +103,8 @@ def test_failure_after_create_deletes_the_half_created_cluster_unless_retained(t
         backend.up(opts)
     assert runner.called("kind", "delete", "cluster") is deleted
     assert handler.exists is not deleted
+    create = next(c for c in runner.calls if c[:3] == ["kind", "create", "cluster"])
+    assert ("--retain" in create) is retain
     assert "[4/6] load image failed after" in out.getvalue()
 
 

@@ -194,8 +194,9 @@ class KindBackend:
         config = state / "kind-config.yaml"
         config.write_text(dump_stream([kind_config(opts.spec, kind_opts)]))
         kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        retain = ["--retain"] if opts.retain else []  # else kind itself removes nodes of a failed create
         self.runner.check(["kind", "create", "cluster", "--name", opts.name, "--config", str(config),
-                           "--kubeconfig", str(kubeconfig), "--wait", "5m"], timeout=900)
+                           "--kubeconfig", str(kubeconfig), "--wait", "5m", *retain], timeout=900)
 
     def _kubectl(self, kubeconfig: Path, name: str) -> list[str]:
         return ["kubectl", "--kubeconfig", str(kubeconfig), "--context", f"kind-{name}"]
