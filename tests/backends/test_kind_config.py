@@ -84,7 +84,9 @@ def test_kind_config_matches_kinds_schema(path, plugin):
             assert _LABEL_KEY.match(key) and len(key.split("/")[-1]) <= 63, key
             assert _LABEL_VALUE.match(value) and len(value) <= 63, (key, value)
         for patch in node.get("kubeadmConfigPatches", []):
-            assert yaml.safe_load(patch)["kind"] in KUBEADM_KINDS
+            doc = yaml.safe_load(patch)
+            # Unversioned, so kind applies it to whichever kubeadm version it generates (v1beta3/v1beta4).
+            assert doc["kind"] in KUBEADM_KINDS and "apiVersion" not in doc
     # Round trip through YAML (kind reads the file) keeps it identical.
     assert yaml.safe_load(yaml.safe_dump(config)) == config
 
@@ -145,7 +147,7 @@ def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, work
     assert control["extraMounts"] == [{"hostPath": str(sched), "containerPath": SCHEDULER_CONFIG, "readOnly": True}]
     (patch,) = config["kubeadmConfigPatches"]
     doc = yaml.safe_load(patch)
-    assert doc["kind"] == "ClusterConfiguration"
+    assert doc["kind"] == "ClusterConfiguration" and "apiVersion" not in doc
     assert doc["scheduler"]["extraArgs"] == {"config": SCHEDULER_CONFIG}
     (vol,) = doc["scheduler"]["extraVolumes"]
     assert vol["hostPath"] == vol["mountPath"] == SCHEDULER_CONFIG and vol["readOnly"] is True
