@@ -25,6 +25,8 @@ class FakePlugin(pb_grpc.DevicePluginServicer):
         self.health = {i: "Healthy" for i in ids}
         self.numa: dict[str, int] = {}
         self.preferred_available = preferred
+        self.pre_start_required = False
+        self.pre_start_calls: list[list[str]] = []
         self.prefer: list[str] | None = None  # what GetPreferredAllocation answers (None: first N)
         self.fail_allocate = ""
         self.fail_preferred = ""
@@ -60,7 +62,9 @@ class FakePlugin(pb_grpc.DevicePluginServicer):
 
     # -- DevicePlugin ---------------------------------------------------------------------
     def GetDevicePluginOptions(self, request, context):  # noqa: N802
-        return pb.DevicePluginOptions(get_preferred_allocation_available=self.preferred_available)
+        return pb.DevicePluginOptions(
+            get_preferred_allocation_available=self.preferred_available, pre_start_required=self.pre_start_required
+        )
 
     def _devices(self):
         out = []
@@ -89,6 +93,10 @@ class FakePlugin(pb_grpc.DevicePluginServicer):
         return pb.PreferredAllocationResponse(
             container_responses=[pb.ContainerPreferredAllocationResponse(deviceIDs=ids)]
         )
+
+    def PreStartContainer(self, request, context):  # noqa: N802
+        self.pre_start_calls.append(list(request.devices_ids))
+        return pb.PreStartContainerResponse()
 
     def Allocate(self, request, context):  # noqa: N802
         ids = list(request.container_requests[0].devices_ids)

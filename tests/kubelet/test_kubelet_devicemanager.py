@@ -262,3 +262,19 @@ def test_corrupt_checkpoint_is_ignored(plugin_dir) -> None:
         assert m.pod_devices() == {} and m.node_resources() == ({}, {})
     finally:
         m.stop()
+
+
+@pytest.mark.parametrize("required", [True, False], ids=["required", "not-required"])
+def test_pre_start_container_only_when_asked(dm, plugins, plugin_dir, required: bool) -> None:
+    p = plugins(plugin_dir, RES, IDS)
+    p.pre_start_required = required
+    p.register()
+    assert dm.wait_for(lambda m: registered(m, RES, 4))
+    dm.allocate("p", "c", {RES: "2"})  # limits are quantities; strings work as in a pod spec
+    dm.pre_start("p", "c")
+    assert p.pre_start_calls == ([["d0", "d1"]] if required else [])
+
+
+def test_zero_request_allocates_nothing(dm, plugin) -> None:
+    assert dm.allocate("p", "c", {RES: 0}).devices == {}
+    assert plugin.allocate_calls == []

@@ -217,3 +217,40 @@ def _group_members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid:
                 out.append(int(d))
     return out
+
+
+def test_allowlisted_but_missing_executable(tmp_path: Path) -> None:
+    runtime = ProcessRuntime(tmp_path / "rt", allowlist=CommandAllowlist(names=("no-such-tool-here",)))
+    st = runtime.start(spec("c", "no-such-tool-here"))
+    assert (st.reason, st.exit_code) == ("StartError", 128)
+    assert (
+        st.message == 'failed to start container process: exec: "no-such-tool-here": executable file not found in $PATH'
+    )
+    assert not (runtime.bin_dir / "no-such-tool-here").exists()
+
+
+def test_missing_working_dir_is_a_start_error(rt: ProcessRuntime) -> None:
+    st = rt.start(spec("c", "true", working_dir="/no/such/dir"))
+    assert (st.state, st.reason) == ("terminated", "StartError")
+    assert "/no/such/dir" in st.message
+
+
+def test_previous_logs_after_a_restart(rt: ProcessRuntime) -> None:
+    rt.start(spec("c", "echo", "first"))
+    rt.wait("uid-1", "c", timeout=10)
+    with pytest.raises(LookupError, match="previous terminated container"):
+        rt.logs("uid-1", "c", previous=True)
+    rt.start(spec("c", "echo", "second", restart_count=1))
+    st = rt.wait("uid-1", "c", timeout=10)
+    assert st.restart_count == 1 and st.log_path.name == "1.log"
+    assert rt.logs("uid-1", "c") == "second\n"
+    assert rt.logs("uid-1", "c", previous=True) == "first\n"
+
+
+def test_container_env_identity_and_minimal_path(rt: ProcessRuntime) -> None:
+    rt.start(spec("c", "env"))
+    rt.wait("uid-1", "c", timeout=10)
+    env = dict(line.split("=", 1) for line in rt.logs("uid-1", "c").splitlines())
+    assert env["PATH"] == str(rt.bin_dir)
+    assert (env["MOCKGPU_POD_NAMESPACE"], env["MOCKGPU_POD_NAME"], env["MOCKGPU_CONTAINER_NAME"]) == ("ns", "p", "c")
+    assert "HOME" in env and env["HOSTNAME"] == "p"

@@ -10,6 +10,7 @@ import grpc
 
 from mockgpu.control.kubelet.endpoint import go_rpc_error
 from mockgpu.control.kubelet.podevices import ContainerAllocation
+from mockgpu.quantity import int_value
 
 if TYPE_CHECKING:
     from mockgpu.control.kubelet.devicemanager import DeviceManager
@@ -32,11 +33,13 @@ def natural_key(device_id: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", device_id)]
 
 
-def allocate_container(dm: DeviceManager, uid: str, container: str, limits: dict[str, int]) -> ContainerAllocation:
+def allocate_container(
+    dm: DeviceManager, uid: str, container: str, limits: dict[str, int | str]
+) -> ContainerAllocation:
     for resource in sorted(limits):
         if not dm.is_device_plugin_resource(resource):
             continue  # not ours: extended resources nobody registered are not allocated
-        chosen = devices_to_allocate(dm, uid, container, resource, int(limits[resource]))
+        chosen = devices_to_allocate(dm, uid, container, resource, int_value(limits[resource]))
         if not chosen:
             continue
         ep = dm.endpoint(resource)

@@ -215,8 +215,8 @@ class DeviceManager:
         with self._lock:
             return name in self._resources or self.pods.has_resource(name)
 
-    def allocate(self, pod_uid: str, container: str, limits: dict[str, int]) -> ContainerAllocation:
-        """Allocate every device-plugin resource in limits to one container (AdmissionError if not)."""
+    def allocate(self, pod_uid: str, container: str, limits: dict[str, int | str]) -> ContainerAllocation:
+        """Allocate every device-plugin resource in limits (quantities) to one container (AdmissionError if not)."""
         with self._alloc_lock:
             if self.active_pods is not None:
                 self.pods.retain(set(self.active_pods()))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mockgpu.control.kubelet.checkpoint import CheckpointData, PodDeviceEntry, write_checkpoint
-from mockgpu.control.kubelet.runtime import Mount
+from mockgpu.control.kubelet.container import Mount
 from mockgpu.deviceplugin.api import api_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -30,104 +30,18 @@ import subprocess
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
+from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
 from mockgpu.control.kubelet.containerlogs import LogWriter, render_logs
 
 START_ERROR_EXIT_CODE = 128
 RUN_CONTAINER_ERROR = "RunContainerError"  # waiting reason the kubelet shows after a StartError
 PASSTHROUGH_ENV = ("PYTHONPATH",)
 PASSTHROUGH_PREFIX = "MOCKGPU_"
-
-
-@dataclass(frozen=True)
-class Mount:
-    container_path: str
-    host_path: str
-    read_only: bool = False
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """What the kubelet asks the runtime to run (one container of one pod)."""
-
-    pod_uid: str
-    pod_name: str
-    namespace: str
-    name: str
-    image: str = ""
-    command: tuple[str, ...] = ()
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)  # the pod's env, already resolved
-    device_envs: dict[str, str] = field(default_factory=dict)  # from the device plugins' Allocate
-    mounts: tuple[Mount, ...] = ()
-    working_dir: str = ""
-    restart_count: int = 0
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.pod_uid, self.name)
-
-
-@dataclass(frozen=True)
-class ContainerStatus:
-    """A snapshot of one container; ``state`` is running or terminated."""
-
-    pod_uid: str
-    name: str
-    state: str
-    container_id: str
-    log_path: Path
-    argv: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    pid: int | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    reason: str = ""
-    message: str = ""
-
-    def k8s_state(self) -> dict:
-        """The ``state`` object of a Kubernetes containerStatus."""
-        if self.state == "running":
-            return {"running": {"startedAt": _ts(self.started_at)}}
-        term = {"exitCode": self.exit_code, "reason": self.reason, "containerID": self.container_id}
-        term |= {"startedAt": _ts(self.started_at), "finishedAt": _ts(self.finished_at)}
-        if self.signal:
-            term["signal"] = self.signal
-        if self.message:
-            term["message"] = self.message
-        return {"terminated": term}
-
-
-def _ts(t: datetime | None) -> str | None:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else None
-
-
-def combine_argv(
-    command: tuple[str, ...], args: tuple[str, ...], entrypoint: tuple[str, ...] = (), cmd: tuple[str, ...] = ()
-) -> list[str]:
-    """Kubernetes' rule: command replaces ENTRYPOINT (and drops CMD); args replace CMD."""
-    if command:
-        return [*command, *args]
-    return [*entrypoint, *(args or cmd)]
-
-
-def rewrite_path(value: str, mounts: tuple[Mount, ...]) -> str:
-    """Map a container path (or a ':'-joined list of them) onto the mounts' host paths."""
-
-    def one(p: str) -> str:
-        for m in sorted(mounts, key=lambda m: len(m.container_path), reverse=True):
-            c = m.container_path.rstrip("/")
-            if p == c or p.startswith(c + "/"):
-                return m.host_path.rstrip("/") + p[len(c) :]
-        return p
-
-    return ":".join(one(p) for p in value.split(":")) if value.startswith("/") else value
 
 
 class _Container:
@@ -194,7 +108,17 @@ class ProcessRuntime:
         env = self.container_env(spec)
         cwd = rewrite_path(spec.working_dir, spec.mounts) if spec.working_dir else str(scratch)
         now = datetime.now(UTC)
-        base = ContainerStatus(spec.pod_uid, spec.name, "running", "", log_path, tuple(argv), env, started_at=now)
+        base = ContainerStatus(
+            spec.pod_uid,
+            spec.name,
+            "running",
+            "",
+            log_path,
+            tuple(argv),
+            env,
+            started_at=now,
+            restart_count=spec.restart_count,
+        )
         try:
             host_argv = self.allowlist.host_argv(argv)
             if not os.path.isdir(cwd):
@@ -303,10 +227,19 @@ class ProcessRuntime:
         for uid in {k[0] for k in list(self._containers)}:
             self.stop_pod(uid, grace)
 
-    def logs(self, pod_uid: str, name: str, *, timestamps: bool = False, tail: int | None = None) -> str:
-        """What ``kubectl logs`` prints for the container's current (or last) run."""
+    def logs(
+        self, pod_uid: str, name: str, *, timestamps: bool = False, tail: int | None = None, previous: bool = False
+    ) -> str:
+        """What ``kubectl logs`` prints for the container's current (or last) run; ``previous``: the run before."""
         st = self.status(pod_uid, name)
-        return render_logs(st.log_path, timestamps=timestamps, tail=tail) if st else ""
+        if st is None:
+            return ""
+        path = st.log_path
+        if previous:
+            if st.restart_count == 0:
+                raise LookupError(f'previous terminated container "{name}" in pod "{pod_uid}" not found')
+            path = path.with_name(f"{st.restart_count - 1}.log")
+        return render_logs(path, timestamps=timestamps, tail=tail)
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -323,3 +256,14 @@ def stop_all_runtimes(grace: float = 1.0) -> None:
 
 
 atexit.register(stop_all_runtimes)
+
+
+__all__ = [
+    "ContainerSpec",
+    "ContainerStatus",
+    "Mount",
+    "ProcessRuntime",
+    "combine_argv",
+    "rewrite_path",
+    "stop_all_runtimes",
+]
