@@ -278,3 +278,11 @@ def test_pre_start_container_only_when_asked(dm, plugins, plugin_dir, required: 
 def test_zero_request_allocates_nothing(dm, plugin) -> None:
     assert dm.allocate("p", "c", {RES: 0}).devices == {}
     assert plugin.allocate_calls == []
+
+
+def test_too_long_socket_path_is_a_clear_error(plugin_dir) -> None:
+    from mockgpu.errors import MockgpuError
+
+    m = DeviceManager(plugin_dir / ("x" * 100))
+    with pytest.raises(MockgpuError, match="at most 107: use a shorter device plugin directory"):
+        m.start()

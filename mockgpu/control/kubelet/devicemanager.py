@@ -35,11 +35,13 @@ from mockgpu.control.kubelet.endpoint import DeviceInfo, Endpoint
 from mockgpu.control.kubelet.podevices import ContainerAllocation, PodDevices
 from mockgpu.deviceplugin.api import api_pb2 as pb
 from mockgpu.deviceplugin.api import api_pb2_grpc as pb_grpc
+from mockgpu.errors import MockgpuError
 
 log = logging.getLogger(__name__)
 KUBELET_SOCKET = "kubelet.sock"
 SUPPORTED_VERSIONS = ["v1beta1"]
 ENDPOINT_STOP_GRACE = 300.0
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -95,6 +97,11 @@ class DeviceManager:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         """Read the checkpoint, clear stale sockets, serve Registration on kubelet.sock."""
+        if len(str(self.socket_path)) > MAX_SOCKET_PATH:
+            raise MockgpuError(
+                f"{self.socket_path} is {len(str(self.socket_path))} bytes long; a Unix socket path may have at most "
+                f"{MAX_SOCKET_PATH}: use a shorter device plugin directory"
+            )
         self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         try:
             data = read_checkpoint(self.pods.path)
