@@ -254,3 +254,17 @@ def test_container_env_identity_and_minimal_path(rt: ProcessRuntime) -> None:
     assert env["PATH"] == str(rt.bin_dir)
     assert (env["MOCKGPU_POD_NAMESPACE"], env["MOCKGPU_POD_NAME"], env["MOCKGPU_CONTAINER_NAME"]) == ("ns", "p", "c")
     assert "HOME" in env and env["HOSTNAME"] == "p"
+
+
+def test_plain_log_copy_is_appended_across_restarts(tmp_path: Path) -> None:
+    plain = tmp_path / "logs" / "ns_p_uid-1" / "c.log"
+    runtime = ProcessRuntime(
+        tmp_path / "rt",
+        plain_log=lambda s: tmp_path / "logs" / f"{s.namespace}_{s.pod_name}_{s.pod_uid}" / f"{s.name}.log",
+    )
+    runtime.start(spec("c", "sh", "-c", "echo one; echo two >&2"))
+    runtime.wait("uid-1", "c", timeout=10)
+    runtime.start(spec("c", "echo", "three", restart_count=1))
+    runtime.wait("uid-1", "c", timeout=10)
+    lines = plain.read_text().splitlines()
+    assert sorted(lines[:2]) == ["one", "two"] and lines[2:] == ["three"]

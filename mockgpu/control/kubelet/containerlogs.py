@@ -3,6 +3,8 @@
 Each line is ``<RFC3339Nano UTC timestamp> <stdout|stderr> <F|P> <content>``, as containerd
 writes ``/var/log/pods/<ns>_<pod>_<uid>/<container>/<restart>.log``. ``F`` marks a full line,
 ``P`` a partial one (a line longer than the buffer, or text cut off by the process exiting).
+``LogWriter`` can also append the raw output to a plain-text file (one per container, across
+restarts), the layout the embedded API server's ``pods/log`` reads.
 Simplification: the timestamp is taken when the runtime reads the line, with microsecond
 precision padded to nanoseconds.
 """
@@ -33,10 +35,14 @@ def parse_rfc3339nano(text: str) -> datetime:
 class LogWriter:
     """Copies a process's stdout and stderr pipes into one CRI log file, a thread per stream."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, plain_path: Path | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file = path.open("ab")
+        self._plain = None
+        if plain_path is not None:  # the same output as plain text, appended across restarts
+            plain_path.parent.mkdir(parents=True, exist_ok=True)
+            self._plain = plain_path.open("ab")
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -62,6 +68,9 @@ class LogWriter:
         with self._lock:
             self._file.write(b"%s %s %s %s\n" % (stamp, name.encode(), tag, body))
             self._file.flush()
+            if self._plain is not None:
+                self._plain.write(body + (b"\n" if tag == b"F" else b""))
+                self._plain.flush()
 
     def close(self, timeout: float = 5.0) -> None:
         """Wait for both streams to reach EOF, then close the file."""
@@ -69,6 +78,8 @@ class LogWriter:
             t.join(timeout)
         with self._lock:
             self._file.close()
+            if self._plain is not None:
+                self._plain.close()
 
 
 @dataclass(frozen=True)

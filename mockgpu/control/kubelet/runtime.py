@@ -64,11 +64,13 @@ class ProcessRuntime:
         allowlist: CommandAllowlist | None = None,
         entrypoints: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
         on_exit: Callable[[ContainerStatus], None] | None = None,
+        plain_log: Callable[[ContainerSpec], Path] | None = None,
     ) -> None:
         self.root = Path(root)
         self.allowlist = allowlist or CommandAllowlist()
         self.entrypoints = entrypoints or {}  # image -> (ENTRYPOINT, CMD)
         self.on_exit = on_exit
+        self.plain_log = plain_log  # where a plain-text copy of each container's output is appended
         self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
         self._lock = threading.Lock()
         self._containers: dict[tuple[str, str], _Container] = {}
@@ -153,7 +155,7 @@ class ProcessRuntime:
             if self.on_exit:
                 self.on_exit(status)
             return status
-        writer = LogWriter(log_path)
+        writer = LogWriter(log_path, self.plain_log(spec) if self.plain_log else None)
         writer.attach(proc.stdout, "stdout")
         writer.attach(proc.stderr, "stderr")
         status = replace(base, pid=proc.pid, container_id=f"mockgpu://{proc.pid}-{spec.pod_uid}-{spec.name}")
