@@ -10,6 +10,7 @@ import pytest
 from kubelet_harness import GPU, Node, requires_device_plugin
 
 from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.podworker import PodWorker
 from mockgpu.control.kubelet.runtime import ContainerSpec, ProcessRuntime
 
 pytestmark = requires_device_plugin
@@ -91,3 +92,61 @@ def test_oom_on_a_shared_gpu_kills_the_neighbour_only(shared) -> None:
     b = rt.stop(bystander, "main", grace=10)
     assert b.exit_code == 143
     assert "received SIGTERM; releasing GPU memory" in rt.logs(bystander, "main")
+
+
+def gpu_pod(uid: str, n: int, *command: str) -> dict:
+    return {
+        "metadata": {"name": f"pod-{uid}", "namespace": "default", "uid": uid},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "mockgpu/workload",
+                    "command": list(command),
+                    "resources": {"limits": {GPU: str(n)}},
+                }
+            ],
+        },
+    }
+
+
+def test_pod_worker_runs_a_gpu_pod_end_to_end(shared) -> None:
+    node, rt = shared
+    statuses: list[dict] = []
+    w = PodWorker(
+        gpu_pod("a", 2, "mockgpu-workload", "inspect"),
+        node_name="shared-0",
+        runtime=rt,
+        devices=node.dm,
+        on_status=statuses.append,
+    )
+    w.start()
+    try:
+        st = w.wait(lambda s: s["phase"] in ("Succeeded", "Failed"), timeout=60)
+        assert st["phase"] == "Succeeded", (st, rt.logs("a", "main"))
+        held = node.dm.pod_devices()[("a", "main")][GPU]
+        uuids = sorted({d.partition("::")[0] for d in held})
+        out = rt.logs("a", "main")
+        assert f"CUDA devices: {len(uuids)}" in out
+        for u in uuids:
+            assert u in out
+        assert statuses[-1]["phase"] == "Succeeded"
+    finally:
+        w.terminate(grace=1)
+    assert ("a", "main") not in node.dm.pod_devices()
+
+
+def test_pod_worker_reports_unexpected_admission_error(shared) -> None:
+    node, rt = shared
+    w = PodWorker(gpu_pod("big", 9, "true"), node_name="shared-0", runtime=rt, devices=node.dm)
+    w.start()
+    try:
+        st = w.wait(lambda s: s["phase"] == "Failed", timeout=30)
+    finally:
+        w.terminate(grace=0)
+    assert st["reason"] == "UnexpectedAdmissionError"
+    assert st["message"] == (
+        "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 9, "
+        "Available: 8, which is unexpected"
+    )

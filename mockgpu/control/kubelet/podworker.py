@@ -107,6 +107,7 @@ class PodWorker:
         self._specs = {c["name"]: c for c in [*(spec.get("initContainers") or []), *spec["containers"]]}
         self._alloc: dict[str, ContainerAllocation] = {}
         self._lock = threading.RLock()
+        self._publish_lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._conditions = Conditions()
@@ -129,9 +130,13 @@ class PodWorker:
         for r in [*self.init, *self.app]:
             if r.running():
                 self._event("Normal", "Killing", f"Stopping container {r.name}", r)
-        self.runtime.stop_pod(self.uid, grace)
-        for t in list(self._threads):
-            t.join(grace + 10)
+        deadline = time.monotonic() + grace + 10
+        while True:  # again until every thread is done: one may have been starting a container
+            self.runtime.stop_pod(self.uid, grace)
+            for t in list(self._threads):
+                t.join(0.2)
+            if not any(t.is_alive() for t in self._threads) or time.monotonic() > deadline:
+                break
         if self.devices is not None:
             self.devices.remove_pod(self.uid)
         with self._lock:
@@ -159,6 +164,8 @@ class PodWorker:
                 self._publish()
                 return
         self._conditions.set("Initialized", True)
+        if self._stopping.is_set():
+            return
         for r in self.app:
             t = threading.Thread(target=self._run_container, args=(r,), name=f"ctr-{self.name}-{r.name}", daemon=True)
             t.start()
@@ -301,10 +308,11 @@ class PodWorker:
             return out
 
     def _publish(self) -> dict:
-        st = self.status()
-        if self.on_status:
-            self.on_status(st)
-        return st
+        with self._publish_lock:  # callers see updates one at a time, in order
+            st = self.status()
+            if self.on_status:
+                self.on_status(st)
+            return st
 
     def _event(self, etype: str, reason: str, message: str, r: ContainerRecord | None = None) -> None:
         if self.on_event:
