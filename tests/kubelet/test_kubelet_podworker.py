@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from mockgpu.control.kubelet.devicemanager import DeviceManager
-from mockgpu.control.kubelet.podworker import PodWorker, resolve_env
+from mockgpu.control.kubelet.podenv import resolve_env
+from mockgpu.control.kubelet.podworker import PodWorker
 from mockgpu.control.kubelet.restart import CrashLoopBackoff
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 

@@ -17,7 +17,6 @@ is ready); no sidecar (restartable init) containers; no ephemeral containers; im
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +25,13 @@ from dataclasses import dataclass
 from mockgpu.control.kubelet.allocation import AdmissionError
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus
 from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.podenv import ConfigError, resolve_env
 from mockgpu.control.kubelet.podevices import ContainerAllocation
 from mockgpu.control.kubelet.podstatus import Conditions, ContainerRecord, now_ts, pod_phase
 from mockgpu.control.kubelet.restart import CrashLoopBackoff, crashloop_message, should_restart
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 
 DEFAULT_GRACE = 30.0
-_FIELD_LABEL = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
 
 
 @dataclass(frozen=True)
@@ -41,40 +40,6 @@ class PodEvent:
     reason: str
     message: str
     field_path: str = ""  # e.g. spec.containers{main}
-
-
-class ConfigError(Exception):
-    """The container's config cannot be built (CreateContainerConfigError)."""
-
-
-def resolve_env(container: dict, pod: dict, node_name: str) -> dict[str, str]:
-    """The container's env list as a dict; ``fieldRef`` resolved from the pod; other refs raise."""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    fields = {
-        "metadata.name": meta.get("name", ""),
-        "metadata.namespace": meta.get("namespace", "default"),
-        "metadata.uid": meta.get("uid", ""),
-        "spec.nodeName": spec.get("nodeName") or node_name,
-        "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
-        "status.hostIP": "127.0.0.1",
-        "status.podIP": "127.0.0.1",
-    }
-    env: dict[str, str] = {}
-    for item in container.get("env") or []:
-        name, src = item["name"], item.get("valueFrom")
-        if src is None:
-            env[name] = str(item.get("value", ""))
-            continue
-        path = (src.get("fieldRef") or {}).get("fieldPath")
-        m = _FIELD_LABEL.match(path or "")
-        if m:
-            env[name] = (meta.get(m.group(1)) or {}).get(m.group(2), "")
-        elif path in fields:
-            env[name] = fields[path]
-        else:
-            kind = next(iter(src), "valueFrom")
-            raise ConfigError(f"env {name}: {kind} is not supported by the mockgpu embedded kubelet")
-    return env
 
 
 class PodWorker:
