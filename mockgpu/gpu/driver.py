@@ -11,6 +11,7 @@ On-disk layout::
                                   versions); rewritten only when it changes
     <dir>/ledgers/<UUID>.json     memory ledger of one physical GPU or one MIG instance (mockgpu.gpu.ledger)
     <dir>/ledgers/<UUID>.lock     its fcntl lock file
+    <dir>/ledgers/procs/*.lock    process leases: a live process holds a shared flock on its own
     <dir>/health.json             injected Xid events, [{"uuid", "xid", "time"}], guarded by health.lock
 
 Time-sliced replicas (device IDs ``<UUID>::<n>``) share their physical GPU's ledger: the replica
@@ -115,11 +116,17 @@ class Driver:
         return cls(d)
 
     # -- memory ---------------------------------------------------------------------------------
+    def _known(self, device_id: str) -> str:
+        uuid = base_uuid(device_id)
+        try:
+            self.inventory.device(uuid)
+        except KeyError:
+            raise MockgpuError(f"node {self.inventory.node} has no device {device_id}") from None
+        return uuid
+
     def ledger(self, device_id: str) -> Ledger:
         """The ledger of a GPU, MIG instance or time-sliced replica (``<UUID>::<n>``)."""
-        uuid = base_uuid(device_id)
-        self.inventory.device(uuid)  # KeyError for a device this node does not have
-        return Ledger(self.dir / "ledgers" / f"{uuid}.json")
+        return Ledger(self.dir / "ledgers" / f"{self._known(device_id)}.json")
 
     def register(self, device_id: str, who: ProcessIdentity) -> None:
         self.ledger(device_id).register(who)
@@ -161,8 +168,7 @@ class Driver:
 
     def inject_xid(self, device_id: str, xid: int) -> None:
         """Record an Xid event on a GPU or MIG instance (as the kernel driver would log it)."""
-        uuid = base_uuid(device_id)
-        self.inventory.device(uuid)
+        uuid = self._known(device_id)
         self._edit_health(lambda ev: [*ev, {"uuid": uuid, "xid": int(xid), "time": time.time()}])
 
     def clear_xids(self, device_id: str | None = None) -> None:

@@ -2,10 +2,17 @@
 (and across containers that mount the same directory).
 
 Every change is read-modify-write under an exclusive ``flock`` on ``<file>.lock`` and lands with an
-atomic rename, so readers never see half a file. Processes are keyed by their PID namespace and
-PID; an entry whose process is gone (or is a zombie, or whose PID was reused) is dropped on the next
-locked operation in the same PID namespace, so memory of dead workloads is reclaimed. Processes of
-other PID namespaces (other containers) are left alone: only their own namespace can see them die.
+atomic rename, so readers never see half a file. Processes are keyed by their PID namespace and PID.
+
+Dead processes' memory is reclaimed on the next locked operation, whoever performs it:
+
+* a process that records itself holds a *lease* for its lifetime: a shared ``flock`` on
+  ``<ledger dir>/procs/<pidns>-<pid>.lock`` (the entry names the file, not its path). The kernel
+  drops it when the process dies, even on SIGKILL, and flock works across containers that mount
+  the same directory, so any process can tell a dead neighbour in another PID namespace by taking
+  the lock without blocking;
+* an entry recorded on behalf of another process (no lease) is checked through ``/proc`` instead,
+  only from its own PID namespace (gone, zombie, or PID reused means dead).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -64,7 +72,43 @@ def _start_ticks(pid: int) -> int | None:
     return int(rest[19])
 
 
-def _alive(entry: dict[str, Any]) -> bool:
+_LEASES: dict[str, int] = {}  # lease path -> fd holding LOCK_SH, for this process's lifetime
+_LEASE_GUARD = threading.Lock()
+
+
+def _take_lease(path: Path) -> None:
+    """Hold a shared flock on ``path`` until this process exits (idempotent)."""
+    key = str(path)
+    with _LEASE_GUARD:
+        if key in _LEASES:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _LEASES[key] = fd
+
+
+def _lease_held(path: str) -> bool:
+    """Whether a live process still holds the lease at ``path``; a dead one's lease file is removed."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    Path(path).unlink(missing_ok=True)
+    return False
+
+
+def _alive(entry: dict[str, Any], ns: str, procs: Path) -> bool:
+    if entry.get("lease"):
+        return _lease_held(str(procs / entry["lease"]))  # a name: the dir is mounted at different paths
+    if entry["pidns"] != ns:
+        return True  # cannot see it from here
     ticks = _start_ticks(entry["pid"])
     return ticks is not None and (entry.get("start_ticks") in (None, ticks))
 
@@ -75,6 +119,7 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_suffix(".lock")
+        self.procs = self.path.parent / "procs"  # process leases
 
     @staticmethod
     def create(path: Path, uuid: str, total_bytes: int) -> Ledger:
@@ -110,20 +155,24 @@ class Ledger:
             self._write(data)
             return result
 
-    @staticmethod
-    def _reap(data: dict[str, Any]) -> None:
+    def _reap(self, data: dict[str, Any]) -> None:
         ns = pid_namespace()
-        for key in [k for k, e in data["processes"].items() if e["pidns"] == ns and not _alive(e)]:
+        for key in [k for k, e in data["processes"].items() if not _alive(e, ns, self.procs)]:
             del data["processes"][key]
 
-    @staticmethod
-    def _entry(data: dict[str, Any], who: ProcessIdentity) -> dict[str, Any]:
+    def _entry(self, data: dict[str, Any], who: ProcessIdentity) -> dict[str, Any]:
         ns = pid_namespace()
         key = f"{ns}/{who.pid}"
         entry = data["processes"].get(key)
         if entry is None:
+            lease = None
+            if who.pid == os.getpid():
+                safe_ns = "".join(c if c.isalnum() else "_" for c in ns)
+                lease = f"{safe_ns}-{who.pid}.lock"
+                _take_lease(self.procs / lease)
             entry = data["processes"][key] = {
-                "pid": who.pid, "pidns": ns, "start_ticks": _start_ticks(who.pid), "namespace": who.namespace,
+                "pid": who.pid, "pidns": ns, "lease": lease, "start_ticks": _start_ticks(who.pid),
+                "namespace": who.namespace,
                 "pod": who.pod, "container": who.container, "name": who.name, "allocations": {},
                 "used_bytes": 0, "utilization": 0, "since": time.time(),
             }

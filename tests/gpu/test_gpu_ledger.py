@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 
@@ -111,3 +112,47 @@ def test_xids_make_devices_unhealthy_except_application_xids(node_dir):
     drv.clear_xids(g0.uuid)
     assert drv.health()[g0.uuid].healthy
     assert drv.snapshot()[g1.mig[2].uuid]["xids"] == [31]
+
+
+def _allocate_then_wait(dirname: str, uuid: str, ready, go) -> None:
+    Driver(dirname).allocate(uuid, ProcessIdentity(os.getpid(), pod="elsewhere"), 64 * MIB)
+    ready.set()
+    go.wait(60)
+    os._exit(0)
+
+
+def test_process_in_another_pid_namespace_is_reclaimed_through_its_lease(node_dir):
+    drv, _ = node_dir("whole-0")
+    uuid = drv.inventory.gpus[3].uuid
+    ctx = mp.get_context("fork")
+    ready, go = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_allocate_then_wait, args=(str(drv.dir), uuid, ready, go))
+    child.start()
+    try:
+        assert ready.wait(60)
+        # Pretend the child lives in another container: /proc cannot tell, only its lease can.
+        path = drv.dir / "ledgers" / f"{uuid}.json"
+        data = json.loads(path.read_text())
+        (entry,) = data["processes"].values()
+        data["processes"] = {f"pid:[1]/{entry['pid']}": {**entry, "pidns": "pid:[1]"}}
+        path.write_text(json.dumps(data))
+        assert drv.ledger(uuid).state()["used_bytes"] == 64 * MIB  # lease held: alive
+    finally:
+        go.set()
+        child.join(timeout=30)
+    assert drv.ledger(uuid).state()["used_bytes"] == 0  # lease released by the kernel: reclaimed
+    assert not list((drv.dir / "ledgers" / "procs").glob(f"*-{child.pid}.lock"))
+
+
+def test_unleased_entry_of_another_pid_namespace_is_left_alone(node_dir):
+    drv, _ = node_dir("whole-0")
+    uuid = drv.inventory.gpus[3].uuid
+    led = drv.ledger(uuid)
+    led.register(ProcessIdentity(999999, pod="foreign"))  # on behalf of another process: no lease
+    path = drv.dir / "ledgers" / f"{uuid}.json"
+    data = json.loads(path.read_text())
+    ((_, entry),) = data["processes"].items()
+    assert entry["lease"] is None
+    data["processes"] = {"pid:[1]/999999": {**entry, "pidns": "pid:[1]"}}
+    path.write_text(json.dumps(data))
+    assert [p["pod"] for p in led.state()["processes"]] == ["foreign"]
