@@ -36,6 +36,19 @@ QUERY_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "count"
                 "memory.free", "utilization.gpu", "mig.mode.current", "power.limit", "compute_cap")
 
 
+HELP = [
+    "NVIDIA System Management Interface -- mockgpu's fake, for the fake GPUs of a mockgpu node.",
+    "",
+    "nvidia-smi [-i ID] [-L | --query-gpu=FIELDS --format=csv[,noheader][,nounits]]",
+    "",
+    "    -L, --list-gpus        Display a list of GPUs (and their MIG devices).",
+    "    -i, --id=ID            Target GPU(s) by index or UUID, comma-separated.",
+    "    --query-gpu=FIELDS     Information about GPUs. FIELDS: " + ",".join(QUERY_FIELDS),
+    "    --format=csv           Output format for --query-gpu (options: noheader, nounits).",
+    "    -h, --help             Print usage information and exit.",
+]
+
+
 def _gpu_values(i: int, gg: GivenGPU, snap: dict[str, Any], driver: Driver, count: int) -> dict[str, Any]:
     g = gg.gpu
     s = snap[g.uuid]
@@ -170,7 +183,8 @@ def _process_table(given: Sequence[GivenGPU], snap: dict[str, Any]) -> list[str]
 
 def run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, list[str]]:
     """Run fake nvidia-smi with ``argv`` (no program name) in ``env``; returns (exit code, output lines)."""
-    ap = argparse.ArgumentParser(prog="nvidia-smi", add_help=True)
+    ap = argparse.ArgumentParser(prog="nvidia-smi", add_help=False)
+    ap.add_argument("-h", "--help", action="store_true")
     ap.add_argument("-L", "--list-gpus", action="store_true")
     ap.add_argument("--query-gpu", dest="query")
     ap.add_argument("--format", dest="fmt")
@@ -179,6 +193,8 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, list[str]]:
         args = ap.parse_args(list(argv))
     except SystemExit:
         return EXIT_BAD_ARGS, ["Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."]
+    if args.help:
+        return 0, HELP
     try:
         driver = Driver.from_env(env)
         given = container_gpus(driver.inventory, env)

@@ -127,3 +127,9 @@ def test_console_script_exit_code(node_dir, tmp_path):
     bad = subprocess.run([exe], env={**full, "MOCKGPU_DRIVER_DIR": str(tmp_path / "none")},
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 9 and bad.stdout.startswith("NVIDIA-SMI has failed")
+
+
+def test_help_lists_the_supported_options(node_dir):
+    _, env = node_dir("whole-0")
+    code, lines = smi.run(["-h"], env)
+    assert code == 0 and any("--query-gpu" in s for s in lines)
