@@ -65,3 +65,21 @@ class NodeInventory:
                 if m.uuid == uuid:
                     return m
         raise KeyError(uuid)
+
+
+def inventory_to_dict(inv: NodeInventory) -> dict:
+    """A JSON-ready form of ``inv`` (the driver directory's ``inventory.json``)."""
+    from dataclasses import asdict
+
+    return asdict(inv)
+
+
+def inventory_from_dict(d: dict) -> NodeInventory:
+    """The inverse of :func:`inventory_to_dict`."""
+    gpus = []
+    for g in d["gpus"]:
+        mig = tuple(MigInstance(**m) for m in g.get("mig", ()))
+        fields = {k: v for k, v in g.items() if k != "mig"}
+        fields["nvlink_peers"] = tuple(fields["nvlink_peers"])
+        gpus.append(PhysicalGPU(**fields, mig=mig))
+    return NodeInventory(cluster=d["cluster"], node=d["node"], gpus=tuple(gpus))

@@ -1,0 +1,25 @@
+# The mockgpu image the kind backend runs as its device-plugin DaemonSet (and that workloads may use).
+# Built from this checkout by `mockgpu up --backend kind`, tagged with the package version, e.g.
+#   docker build -t mockgpu:0.1.0 .
+# never :latest (a :latest tag implies imagePullPolicy Always, and kind-loaded images cannot be pulled).
+# Runs as root on purpose: the device plugin creates its socket in the kubelet's hostPath
+# /var/lib/kubelet/device-plugins.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+# Only what the package build needs (see .dockerignore); the package data (protos, catalogs) is inside mockgpu/.
+COPY pyproject.toml README.md ./
+COPY mockgpu ./mockgpu
+RUN pip install . && rm -rf /src
+
+WORKDIR /
+LABEL org.opencontainers.image.title="mockgpu" \
+      org.opencontainers.image.description="mockgpu fake GPU device plugin, nvidia-smi and workloads" \
+      org.opencontainers.image.source="mockgpu checkout"
+# The DaemonSet gives the full command; this default just shows the version.
+CMD ["mockgpu", "--help"]

@@ -1,0 +1,223 @@
+"""``KindBackend``: a real multi-node Kubernetes in Docker running mockgpu's device plugin.
+
+``up`` runs named steps and prints each with its time: preflight, build the mockgpu image, create
+the cluster, load the image into the nodes, apply the manifests (or install fake-gpu-operator with
+Helm), and wait until every GPU node's allocatable shows GPUs. The image is built *before* the
+cluster is created so a broken build costs no cluster. On a failure after creation starts, the
+half-created cluster is deleted unless ``retain`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import yaml
+
+from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.kind import fgo
+from mockgpu.backends.kind.config import KindRenderOptions, kind_config
+from mockgpu.backends.kind.images import mockgpu_image
+from mockgpu.backends.kind.labels import NODE_LABEL
+from mockgpu.backends.kind.preflight import first_blocking, preflight
+from mockgpu.backends.kind.render import (
+    cluster_manifests,
+    default_state_dir,
+    dump_stream,
+    render_all,
+    render_options,
+)
+from mockgpu.backends.kind.run import Progress, Runner
+from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
+from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.errors import MockgpuError
+
+WAIT_SECONDS = 180.0
+POLL_SECONDS = 2.0
+
+
+def checkout_root() -> Path:
+    """The mockgpu checkout the image is built from (the folder holding the Dockerfile)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def _gpu_allocatable(node: dict) -> dict[str, int]:
+    alloc = node.get("status", {}).get("allocatable", {})
+    out: dict[str, int] = {}
+    for key, value in alloc.items():
+        if key.startswith("nvidia.com/"):
+            try:
+                out[key] = int(value)
+            except ValueError:
+                continue
+    return out
+
+
+def wait_for_gpus(runner: Runner, kubectl: list[str], spec: ClusterSpec, progress: Progress) -> None:
+    """Poll nodes until every spec node with GPUs shows some ``nvidia.com/*`` allocatable > 0.
+
+    Deliberately loose about *which* resources (MIG strategy and time-slicing decide the names and
+    counts; that is the device plugin's business): it prints what each node advertises instead.
+    """
+    want = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.count}
+    waited = 0.0
+    while True:
+        res = runner.check([*kubectl, "get", "nodes", "-o", "json"])
+        seen: dict[str, dict[str, int]] = {}
+        for item in json.loads(res.stdout).get("items", []):
+            spec_node = item.get("metadata", {}).get("labels", {}).get(NODE_LABEL)
+            gpus = {k: v for k, v in _gpu_allocatable(item).items() if v > 0}
+            if spec_node in want and gpus:
+                seen[spec_node] = gpus
+        if set(seen) == want:
+            for node in sorted(seen):
+                progress.note(f"{node}: " + ", ".join(f"{k}={v}" for k, v in sorted(seen[node].items())))
+            return
+        if waited >= WAIT_SECONDS:
+            missing = ", ".join(sorted(want - set(seen)))
+            raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
+                               f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
+        runner.sleep(POLL_SECONDS)
+        waited += POLL_SECONDS
+
+
+class KindBackend:
+    name = "kind"
+
+    def __init__(self, runner: Runner | None = None, out: TextIO | None = None, state_root: Path | None = None):
+        self.runner = runner or Runner()
+        self.out = out or sys.stderr
+        self.state_root = state_root  # tests pin it; default: $XDG_STATE_HOME/mockgpu/kind
+
+    # -- the Backend protocol -------------------------------------------------------------------
+    def is_available(self) -> str | None:
+        return first_blocking(preflight(self.runner, nodes=1))
+
+    def up(self, opts: UpOptions) -> ClusterInfo:
+        state = self._state_dir(opts.name)
+        if opts.dry_run:
+            print(render_all(opts, state), end="", file=sys.stdout)
+            return ClusterInfo(opts.name, self.name, "", self._kubeconfig(opts), "dry-run")
+        kind_opts = render_options(opts, state)  # bad options fail before any side effect
+        use_fgo = opts.device_plugin == "fake-gpu-operator"
+        nodes = sum(1 for _ in opts.spec.nodes()) + 1
+        progress = Progress(total=6, out=self.out)
+        with progress.step("preflight"):
+            checks = preflight(self.runner, nodes=nodes, helm=use_fgo)
+            for c in checks:
+                progress.note(("ok   " if c.ok else ("FAIL " if c.blocking else "warn ")) + c.message)
+            problem = first_blocking(checks)
+            if problem:
+                raise MockgpuError(problem)
+            self._refuse_existing(opts.name)
+        with progress.step("build image" if not use_fgo else "build image (skipped: fake-gpu-operator)"):
+            if not use_fgo:
+                self._build_image()
+        kubeconfig = self._kubeconfig(opts)
+        try:
+            with progress.step(f"create cluster {opts.name} ({nodes} nodes)"):
+                self._create(opts, kind_opts, state, kubeconfig)
+            with progress.step("load image" if not use_fgo else "load image (skipped: fake-gpu-operator)"):
+                if not use_fgo:
+                    self.runner.check(["kind", "load", "docker-image", mockgpu_image(), "--name", opts.name])
+            with progress.step("apply manifests" + (" and helm install fake-gpu-operator" if use_fgo else "")):
+                self._apply(opts, kubeconfig, state)
+            with progress.step("wait for GPUs in node allocatable"):
+                wait_for_gpus(self.runner, self._kubectl(kubeconfig, opts.name), opts.spec, progress)
+        except BaseException:
+            if opts.retain:
+                progress.note(f"keeping the half-created cluster '{opts.name}' (--retain); "
+                              f"delete it with `kind delete cluster --name {opts.name}`")
+            else:
+                progress.note(f"deleting the half-created cluster '{opts.name}' (use --retain to keep it)")
+                self.runner.run(["kind", "delete", "cluster", "--name", opts.name])
+            raise
+        progress.finish(f"kind cluster '{opts.name}' is up")
+        return ClusterInfo(opts.name, self.name, self._endpoint(kubeconfig, opts.name), kubeconfig, "running")
+
+    def down(self, name: str) -> None:
+        problem = self.is_available()
+        if problem:
+            raise MockgpuError(problem)
+        clusters = self._clusters()
+        if name not in clusters:
+            raise MockgpuError(f"no kind cluster named '{name}' (kind clusters: {', '.join(clusters) or 'none'})")
+        self.runner.check(["kind", "delete", "cluster", "--name", name])
+        shutil.rmtree(self._state_dir(name), ignore_errors=True)
+
+    def list(self) -> list[ClusterInfo]:
+        if self.is_available() is not None:
+            return []
+        infos = []
+        for name in self._clusters():
+            kubeconfig = self._state_dir(name) / "kubeconfig"
+            res = self.runner.run(["docker", "inspect", "-f", "{{.State.Running}}", f"{name}-control-plane"])
+            state = "running" if res.stdout.strip() == "true" else "stopped"
+            infos.append(ClusterInfo(name, self.name, self._endpoint(kubeconfig, name), kubeconfig, state))
+        return infos
+
+    # -- steps ----------------------------------------------------------------------------------
+    def _state_dir(self, name: str) -> Path:
+        return self.state_root / name if self.state_root else default_state_dir(name)
+
+    def _kubeconfig(self, opts: UpOptions) -> Path:
+        return opts.kubeconfig or self._state_dir(opts.name) / "kubeconfig"
+
+    def _clusters(self) -> list[str]:
+        res = self.runner.check(["kind", "get", "clusters"])
+        return [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("No kind")]
+
+    def _refuse_existing(self, name: str) -> None:
+        if name not in self._clusters():
+            return
+        nodes = [n for n in self.runner.run(["kind", "get", "nodes", "--name", name]).stdout.split() if n]
+        raise MockgpuError(
+            f"a kind cluster named '{name}' already exists ({len(nodes)} node containers; it may be half-created): "
+            f"delete it with `mockgpu down --backend kind --name {name}` or choose another name"
+        )
+
+    def _build_image(self) -> None:
+        root = checkout_root()
+        if not (root / "Dockerfile").is_file():
+            raise MockgpuError(f"the mockgpu image is built from a checkout, but {root}/Dockerfile does not exist")
+        self.runner.check(["docker", "build", "-t", mockgpu_image(), str(root)], timeout=1800)
+
+    def _create(self, opts: UpOptions, kind_opts: KindRenderOptions, state: Path, kubeconfig: Path) -> None:
+        for node in opts.spec.nodes():
+            (state / node.name / "driver").mkdir(parents=True, exist_ok=True)
+        if kind_opts.scheduler_source is not None and kind_opts.scheduler_config is not None:
+            kind_opts.scheduler_config.parent.mkdir(parents=True, exist_ok=True)
+            kind_opts.scheduler_config.write_text(scheduler_config_for_kind(kind_opts.scheduler_source))
+        config = state / "kind-config.yaml"
+        config.write_text(dump_stream([kind_config(opts.spec, kind_opts)]))
+        kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        retain = ["--retain"] if opts.retain else []  # else kind itself removes nodes of a failed create
+        self.runner.check(["kind", "create", "cluster", "--name", opts.name, "--config", str(config),
+                           "--kubeconfig", str(kubeconfig), "--wait", "5m", *retain], timeout=900)
+
+    def _kubectl(self, kubeconfig: Path, name: str) -> list[str]:
+        return ["kubectl", "--kubeconfig", str(kubeconfig), "--context", f"kind-{name}"]
+
+    def _apply(self, opts: UpOptions, kubeconfig: Path, state: Path) -> None:
+        stream = dump_stream(cluster_manifests(opts))
+        self.runner.check([*self._kubectl(kubeconfig, opts.name), "apply", "-f", "-"], input=stream)
+        if opts.device_plugin == "fake-gpu-operator":
+            values = state / "fake-gpu-operator-values.yaml"
+            values.write_text(dump_stream([fgo.fgo_values(opts.spec)]))
+            for note in fgo.unsupported_features(opts.spec):
+                print(f"      fake-gpu-operator cannot express: {note}", file=self.out)
+            self.runner.check([*fgo.helm_install_args(str(values), f"kind-{opts.name}"),
+                               "--kubeconfig", str(kubeconfig)], timeout=900)
+
+    def _endpoint(self, kubeconfig: Path, name: str) -> str:
+        try:
+            data = yaml.safe_load(kubeconfig.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            return ""
+        for c in data.get("clusters") or []:
+            if c.get("name") == f"kind-{name}":
+                return str(c.get("cluster", {}).get("server", ""))
+        return ""

@@ -1,0 +1,127 @@
+"""From a cluster spec to a kind ``Cluster`` config (``kind.x-k8s.io/v1alpha4``): pure functions.
+
+One control-plane node, then one worker per spec node in ``spec.nodes()`` order. kind names the
+workers ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
+``kind_node_names`` relies on. Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style
+GPU labels (applied by kind through the kubelet), taints through a kubeadm ``JoinConfiguration``
+patch, and the node's fake-driver state directory bind-mounted at ``DRIVER_DIR``. A
+KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with a
+kubeadm ``ClusterConfiguration`` patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mockgpu.backends.kind.images import NodeImage, node_image
+from mockgpu.backends.kind.labels import identity_labels, node_labels
+from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
+from mockgpu.errors import ConfigError
+
+KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
+DRIVER_DIR = "/var/lib/mockgpu/driver"  # inside each kind node (and in the plugin container)
+SCHEDULER_CONFIG = "/etc/kubernetes/mockgpu/scheduler-config.yaml"  # inside the control-plane node
+FGO_POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's nodePoolLabelKey
+
+# kubelet refuses to set labels in these namespaces on itself, except the allowed ones below
+# (NodeRestriction rules); kind applies node labels through the kubelet, so catch them early.
+_RESTRICTED = ("kubernetes.io/", "k8s.io/")
+_ALLOWED_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+_ALLOWED_KEYS = {
+    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+}
+
+
+@dataclass(frozen=True)
+class KindRenderOptions:
+    """Everything besides the spec that the rendered config depends on (so tests can pin it)."""
+
+    name: str
+    state_dir: Path  # host folder holding <node>/driver for every spec node
+    scheduler_config: Path | None = None  # host path of the KubeSchedulerConfiguration to mount
+    scheduler_source: Path | None = None  # the spec's file it is generated from (see scheduler.py)
+    image: NodeImage | None = None
+    device_plugin: str = "mockgpu"  # or "fake-gpu-operator"
+
+    @property
+    def node_image(self) -> NodeImage:
+        return self.image or node_image()
+
+
+def kind_node_names(spec: ClusterSpec, name: str) -> dict[str, str]:
+    """kind's node (container) name -> spec node name, for every worker."""
+    out: dict[str, str] = {}
+    for i, node in enumerate(spec.nodes()):
+        out[f"{name}-worker{i + 1 if i else ''}"] = node.name
+    return out
+
+
+def driver_host_dir(state_dir: Path, node: str) -> Path:
+    """Host folder bind-mounted at ``DRIVER_DIR`` in the kind node for spec node ``node``."""
+    return state_dir / node / "driver"
+
+
+def check_labels(spec: ClusterSpec) -> None:
+    """ConfigError for a spec label the kubelet may not set on its own node."""
+    for i, pool in enumerate(spec.spec.nodePools):
+        for key in pool.labels:
+            prefix = key.split("/", 1)[0] + "/" if "/" in key else ""
+            restricted = any(prefix == r or prefix.endswith("." + r) for r in _RESTRICTED)
+            if restricted and key not in _ALLOWED_KEYS and not key.startswith(_ALLOWED_PREFIXES):
+                raise ConfigError(
+                    spec.source, f"spec.nodePools[{i}].labels",
+                    f"'{key}' is in a kubernetes.io namespace the kubelet may not set "
+                    "(kind labels nodes through the kubelet)",
+                )
+
+
+def _patch(doc: dict[str, Any]) -> str:
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _worker(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "worker", "image": opts.node_image.ref}
+    mounts: list[dict[str, Any]] = []
+    if opts.device_plugin == "fake-gpu-operator":
+        # FGO's status exporter writes its own GFD-style labels; it only needs the pool label.
+        labels = {**node.labels, **identity_labels(node)}
+        if node.gpu is not None and node.gpu.count:
+            labels[FGO_POOL_LABEL] = node.pool
+    else:
+        labels = node_labels(spec, node)
+        mounts.append({"hostPath": str(driver_host_dir(opts.state_dir, node.name)), "containerPath": DRIVER_DIR})
+    entry["labels"] = labels
+    if mounts:
+        entry["extraMounts"] = mounts
+    if node.taints:
+        taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
+        entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": {"taints": taints}})]
+    return entry
+
+
+def _scheduler_patch() -> str:
+    volume = {"name": "mockgpu-scheduler-config", "hostPath": SCHEDULER_CONFIG, "mountPath": SCHEDULER_CONFIG,
+              "readOnly": True, "pathType": "File"}
+    return _patch({"kind": "ClusterConfiguration",
+                   "scheduler": {"extraArgs": {"config": SCHEDULER_CONFIG}, "extraVolumes": [volume]}})
+
+
+def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
+    """The kind ``Cluster`` config for ``spec`` as a dict (dump it with ``yaml.safe_dump``)."""
+    check_labels(spec)
+    control: dict[str, Any] = {"role": "control-plane", "image": opts.node_image.ref}
+    config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
+    if opts.scheduler_config is not None:
+        control["extraMounts"] = [
+            {"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
+        ]
+        config["kubeadmConfigPatches"] = [_scheduler_patch()]
+    config["nodes"] = [control] + [_worker(spec, n, opts) for n in spec.nodes()]
+    return config

@@ -1,0 +1,59 @@
+"""Which container images a kind cluster uses: the pinned ``kindest/node`` images and our own.
+
+kind's release notes say "You must use the @sha256 digest to guarantee an image built for this
+release", so every node image is pinned by digest. The digests below were not read from kind's
+release notes here (no network); they are the values that several independent public repositories
+pin for the same tag (cross-checked, all agreeing). ``docs/kind.md`` says so too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import metadata
+
+from mockgpu.errors import MockgpuError
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    kubernetes: str  # e.g. "v1.35.0"
+    kind_release: str  # the kind release that published it (use this kind or newer)
+    digest: str
+
+    @property
+    def ref(self) -> str:
+        return f"kindest/node:{self.kubernetes}@sha256:{self.digest}"
+
+
+NODE_IMAGES: dict[str, NodeImage] = {
+    "1.34": NodeImage("v1.34.0", "v0.30.0", "7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"),
+    "1.35": NodeImage("v1.35.0", "v0.31.0", "452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"),
+    "1.36": NodeImage("v1.36.1", "v0.32.0", "3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5"),
+}
+DEFAULT_KUBERNETES = "1.35"
+VERSION_ENV = "MOCKGPU_KIND_K8S_VERSION"  # e.g. MOCKGPU_KIND_K8S_VERSION=1.36
+
+
+def node_image(version: str | None = None) -> NodeImage:
+    """The pinned node image for a Kubernetes minor ("1.35"; a leading "v" and a patch are accepted)."""
+    want = version or os.environ.get(VERSION_ENV) or DEFAULT_KUBERNETES
+    minor = ".".join(want.removeprefix("v").split(".")[:2])
+    if minor not in NODE_IMAGES:
+        raise MockgpuError(
+            f"no pinned kindest/node image for Kubernetes {want} (supported: {', '.join(NODE_IMAGES)})", exit_code=2
+        )
+    return NODE_IMAGES[minor]
+
+
+def package_version() -> str:
+    """mockgpu's version, which is also the tag of its image (never ``latest``)."""
+    try:
+        return metadata.version("mockgpu")
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "0.0.0.dev0"
+
+
+def mockgpu_image() -> str:
+    """The local image the device plugin DaemonSet runs, e.g. ``mockgpu:0.1.0``."""
+    return f"mockgpu:{package_version()}"

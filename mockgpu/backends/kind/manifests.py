@@ -1,0 +1,160 @@
+"""The Kubernetes objects that run mockgpu's device plugin on a real cluster: pure functions.
+
+Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged``, the plugin needs
+hostPath and privilege), a ServiceAccount with RBAC for the GPU-state publisher (read pods cluster-wide,
+create/update ConfigMaps in ``mockgpu-system``), ConfigMap ``mockgpu-spec`` (the spec itself),
+ConfigMap ``mockgpu-node-names`` (cluster node name -> spec node name) and the device-plugin DaemonSet.
+
+How a plugin pod learns its spec node: the downward API cannot put a node *label* into an env var,
+so the pod gets ``NODE_NAME`` from ``fieldRef: spec.nodeName`` and looks it up in the name map, which
+the backend knows when it renders (kind names its nodes deterministically; the kubeconfig backend
+reads the cluster's nodes). A node missing from the map makes the pod exit with a one-line message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from mockgpu.backends.kind.config import DRIVER_DIR
+from mockgpu.backends.kind.labels import NODE_LABEL
+from mockgpu.config.clusterspec import ClusterSpec
+
+NAMESPACE = "mockgpu-system"
+APP = "mockgpu-device-plugin"
+SERVICE_ACCOUNT = "mockgpu-device-plugin"
+PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+SPEC_MOUNT = "/etc/mockgpu"  # spec.yaml and nodes/<node name> live here in the plugin container
+_LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/part-of": "mockgpu"}
+
+_ENTRYPOINT = (
+    'node="$(cat "/etc/mockgpu/nodes/$NODE_NAME" 2>/dev/null)" || '
+    '{ echo "mockgpu: node $NODE_NAME is not in ConfigMap mockgpu-node-names" >&2; exit 1; }\n'
+    'exec mockgpu device-plugin --spec /etc/mockgpu/spec.yaml --node "$node" '
+    f"--plugin-dir {PLUGIN_DIR} --driver-dir {DRIVER_DIR}\n"
+)
+
+
+@dataclass(frozen=True)
+class PluginManifestOptions:
+    image: str  # e.g. mockgpu:0.1.0 (never latest)
+    node_names: dict[str, str]  # cluster node name -> spec node name
+    pull_policy: str = "Never"  # kind: the image is loaded with `kind load`; elsewhere IfNotPresent
+    # Extra nodeAffinity expressions ANDed with "has mockgpu.io/node" (the kubeconfig backend adds
+    # "not a real GPU node" here).
+    extra_match: list[dict[str, Any]] = field(default_factory=list)
+
+
+def spec_document(spec: ClusterSpec) -> str:
+    """The spec as the plugin reads it: compact YAML that loads back to an equal spec.
+
+    ``schedulerConfig`` is dropped: it is a host path the plugin never needs.
+    """
+    data = spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data.get("spec", {}).pop("schedulerConfig", None)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _meta(name: str, namespaced: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(_LABELS)}
+    if namespaced:
+        meta["namespace"] = NAMESPACE
+    return meta
+
+
+def namespace(name: str = NAMESPACE) -> dict[str, Any]:
+    labels = {"pod-security.kubernetes.io/enforce": "privileged", "app.kubernetes.io/part-of": "mockgpu"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def rbac() -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole(+Binding) to read pods and nodes, Role(+Binding) for ConfigMaps."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT)}
+    subject = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
+    read = ["get", "list", "watch"]
+    cluster_role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": _meta("mockgpu-gpu-state", False),
+        "rules": [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": read}],
+    }
+    cluster_binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": _meta("mockgpu-gpu-state", False),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "mockgpu-gpu-state"},
+        "subjects": subject,
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta("mockgpu-gpu-state"),
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": [*read, "create", "update", "patch"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": _meta("mockgpu-gpu-state"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "mockgpu-gpu-state"},
+        "subjects": subject,
+    }
+    return [sa, cluster_role, cluster_binding, role, binding]
+
+
+def config_maps(spec: ClusterSpec, node_names: dict[str, str]) -> list[dict[str, Any]]:
+    spec_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("mockgpu-spec"),
+               "data": {"spec.yaml": spec_document(spec)}}
+    names_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("mockgpu-node-names"),
+                "data": dict(sorted(node_names.items()))}
+    return [spec_cm, names_cm]
+
+
+def _volumes(node_names: dict[str, str]) -> list[dict[str, Any]]:
+    projected = {"sources": [
+        {"configMap": {"name": "mockgpu-spec", "items": [{"key": "spec.yaml", "path": "spec.yaml"}]}},
+        {"configMap": {"name": "mockgpu-node-names",
+                       "items": [{"key": k, "path": f"nodes/{k}"} for k in sorted(node_names)]}},
+    ]}
+    return [
+        {"name": "device-plugins", "hostPath": {"path": PLUGIN_DIR, "type": "Directory"}},
+        {"name": "driver", "hostPath": {"path": DRIVER_DIR, "type": "DirectoryOrCreate"}},
+        {"name": "mockgpu-config", "projected": projected},
+    ]
+
+
+def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
+    """The privileged device-plugin DaemonSet, on every node labelled ``mockgpu.io/node``."""
+    match = [{"key": NODE_LABEL, "operator": "Exists"}, *opts.extra_match]
+    container = {
+        "name": "device-plugin",
+        "image": opts.image,
+        "imagePullPolicy": opts.pull_policy,
+        "command": ["/bin/sh", "-c", _ENTRYPOINT],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "securityContext": {"privileged": True},
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "volumeMounts": [
+            {"name": "device-plugins", "mountPath": PLUGIN_DIR},
+            {"name": "driver", "mountPath": DRIVER_DIR},
+            {"name": "mockgpu-config", "mountPath": SPEC_MOUNT, "readOnly": True},
+        ],
+    }
+    pod_spec = {
+        "serviceAccountName": SERVICE_ACCOUNT,
+        "priorityClassName": "system-node-critical",
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": match}]}}},
+        "tolerations": [{"operator": "Exists"}],  # spec taints are arbitrary; the plugin must run anyway
+        "containers": [container],
+        "volumes": _volumes(opts.node_names),
+    }
+    selector = {"app.kubernetes.io/name": APP}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _meta(APP),
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {"metadata": {"labels": dict(_LABELS)}, "spec": pod_spec},
+        },
+    }
+
+
+def plugin_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
+    """Every object, in apply order."""
+    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), daemonset(opts)]

@@ -1,0 +1,107 @@
+"""Checks before creating a kind cluster, each answering in one line what is wrong and the fix.
+
+Blocking: Docker daemon reachable (``docker info``), ``kind`` and ``kubectl`` on PATH (and ``helm`` for
+fake-gpu-operator). Warnings only: inotify limits (kind's known-issues page: "too many open files";
+raise ``fs.inotify.max_user_watches`` to 524288 and ``max_user_instances`` to 512) and free memory
+(a heuristic of about 1 GiB per kind node plus 1 GiB for building the image; not measured here).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mockgpu.backends.kind.run import Runner
+
+INOTIFY_WATCHES = 524288
+INOTIFY_INSTANCES = 512
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    message: str  # one line: the version found, or what is wrong and how to fix it
+    blocking: bool = True
+
+
+def docker_check(r: Runner) -> Check:
+    if r.which("docker") is None:
+        return Check("docker", False, "Docker is not installed: install Docker Engine or Docker Desktop "
+                     "(https://docs.docker.com/engine/install/), then re-run")
+    res = r.run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=30)
+    if res.returncode != 0:
+        return Check("docker", False, "Docker daemon is not reachable (`docker info` failed): start Docker "
+                     "(e.g. `sudo systemctl start docker`) and check you may use it (`docker` group or DOCKER_HOST)")
+    return Check("docker", True, f"Docker Engine {res.stdout.strip()}")
+
+
+def _tool(r: Runner, tool: str, args: list[str], pattern: str, install: str) -> Check:
+    if r.which(tool) is None:
+        return Check(tool, False, f"`{tool}` is not on PATH: install it ({install})")
+    res = r.run([tool, *args], timeout=30)
+    m = re.search(pattern, res.stdout + res.stderr)
+    return Check(tool, True, f"{tool} {m.group(1) if m else 'version unknown'}")
+
+
+def kind_check(r: Runner) -> Check:
+    return _tool(r, "kind", ["version"], r"kind (v[\d.]+\S*)", "https://kind.sigs.k8s.io/docs/user/quick-start/")
+
+
+def kubectl_check(r: Runner) -> Check:
+    return _tool(r, "kubectl", ["version", "--client"], r"Client Version: (v[\d.]+\S*)",
+                 "https://kubernetes.io/docs/tasks/tools/")
+
+
+def helm_check(r: Runner) -> Check:
+    return _tool(r, "helm", ["version", "--short"], r"(v[\d.]+\S*)", "https://helm.sh/docs/intro/install/")
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def inotify_check(proc: Path = Path("/proc")) -> Check:
+    watches = _read_int(proc / "sys/fs/inotify/max_user_watches")
+    instances = _read_int(proc / "sys/fs/inotify/max_user_instances")
+    if watches is None or instances is None:
+        return Check("inotify", True, "inotify limits unknown (not Linux?)", blocking=False)
+    if watches < INOTIFY_WATCHES or instances < INOTIFY_INSTANCES:
+        return Check("inotify", False, f"inotify limits are low (max_user_watches={watches}, "
+                     f"max_user_instances={instances}): run `sudo sysctl fs.inotify.max_user_watches="
+                     f"{INOTIFY_WATCHES} fs.inotify.max_user_instances={INOTIFY_INSTANCES}`", blocking=False)
+    return Check("inotify", True, f"inotify max_user_watches={watches} max_user_instances={instances}", blocking=False)
+
+
+def memory_check(nodes: int, proc: Path = Path("/proc")) -> Check:
+    try:
+        text = (proc / "meminfo").read_text()
+    except OSError:
+        return Check("memory", True, "free memory unknown (no /proc/meminfo)", blocking=False)
+    m = re.search(r"^MemAvailable:\s+(\d+) kB", text, re.M)
+    if not m:
+        return Check("memory", True, "free memory unknown", blocking=False)
+    avail = int(m.group(1)) * 1024
+    want = (nodes + 1) * GIB
+    if avail < want:
+        return Check("memory", False, f"only {avail / GIB:.1f} GiB memory available, about {want / GIB:.0f} GiB "
+                     f"suggested for {nodes} kind node(s): close other programs or use a smaller spec",
+                     blocking=False)
+    return Check("memory", True, f"{avail / GIB:.1f} GiB memory available", blocking=False)
+
+
+def preflight(r: Runner, nodes: int, helm: bool = False, proc: Path = Path("/proc")) -> list[Check]:
+    """All checks in order; Docker first so a machine without it fails fast with one line."""
+    checks = [docker_check(r), kind_check(r), kubectl_check(r)]
+    if helm:
+        checks.append(helm_check(r))
+    return [*checks, inotify_check(proc), memory_check(nodes, proc)]
+
+
+def first_blocking(checks: list[Check]) -> str | None:
+    return next((c.message for c in checks if c.blocking and not c.ok), None)

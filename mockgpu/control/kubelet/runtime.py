@@ -1,0 +1,271 @@
+"""The process runtime: each container of the embedded backend is a local process.
+
+What a container gets, and how it differs from a real one:
+* argv as Kubernetes combines ``command`` and ``args`` (no images: an image's ENTRYPOINT/CMD
+  come from the optional ``entrypoints`` table; without one, ``args`` alone are the argv), checked
+  against a command allowlist (``allowlist.py``); refusal ends the container with reason
+  ``StartError``, exit code 128, as containerd reports an exec failure (the kubelet shows the
+  container waiting with ``RunContainerError`` while it retries).
+* env: a minimal base (PATH = the allowlist's wrapper dir, HOME, HOSTNAME = pod name, the pod
+  identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the fake driver
+  records, pass-through of PYTHONPATH and ``MOCKGPU_*``), then the device plugin's envs, then the pod's env (later wins,
+  as the kubelet appends container env after device envs).
+* mounts: no bind mounts. Simplification: an env value, an argv word or the working dir that
+  names a path under a mount's container path (``/run/mockgpu/driver/x``) is rewritten to the
+  host path the plugin returned; ``read_only`` is not enforced; DeviceSpecs are recorded only.
+* its own session and process group, so stopping kills its children; when the main process
+  exits every process left in its group is killed, like a container's PID namespace ending.
+* stdout/stderr in a CRI log file (``containerlogs.py``); exit code ``128+N`` for signal N with
+  reason ``Error``, ``Completed`` for 0 (``OOMKilled`` does not apply: no cgroups).
+* graceful stop: SIGTERM to the group, SIGKILL after the grace period.
+Every runtime is registered so ``stop_all`` (also at interpreter exit) leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
+from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
+from mockgpu.control.kubelet.containerlogs import LogWriter, render_logs
+
+START_ERROR_EXIT_CODE = 128
+RUN_CONTAINER_ERROR = "RunContainerError"  # waiting reason the kubelet shows after a StartError
+PASSTHROUGH_ENV = ("PYTHONPATH",)
+PASSTHROUGH_PREFIX = "MOCKGPU_"
+
+
+class _Container:
+    def __init__(self, status: ContainerStatus, proc: subprocess.Popen | None) -> None:
+        self.status = status
+        self.proc = proc
+        self.done = threading.Event()
+
+
+_RUNTIMES: weakref.WeakSet[ProcessRuntime] = weakref.WeakSet()
+
+
+class ProcessRuntime:
+    """Starts, watches and stops containers as local processes under ``root``."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        allowlist: CommandAllowlist | None = None,
+        entrypoints: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+        on_exit: Callable[[ContainerStatus], None] | None = None,
+        plain_log: Callable[[ContainerSpec], Path] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.allowlist = allowlist or CommandAllowlist()
+        self.entrypoints = entrypoints or {}  # image -> (ENTRYPOINT, CMD)
+        self.on_exit = on_exit
+        self.plain_log = plain_log  # where a plain-text copy of each container's output is appended
+        self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
+        self._lock = threading.Lock()
+        self._containers: dict[tuple[str, str], _Container] = {}
+        _RUNTIMES.add(self)
+
+    # -- paths -------------------------------------------------------------------------------
+    def pod_log_dir(self, spec: ContainerSpec) -> Path:
+        return self.root / "pods" / f"{spec.namespace}_{spec.pod_name}_{spec.pod_uid}" / spec.name
+
+    def scratch_dir(self, spec: ContainerSpec) -> Path:
+        return self.root / "rootfs" / spec.pod_uid / spec.name
+
+    def container_env(self, spec: ContainerSpec) -> dict[str, str]:
+        env = {"PATH": str(self.bin_dir), "HOME": str(self.scratch_dir(spec)), "HOSTNAME": spec.pod_name}
+        env |= {k: v for k, v in os.environ.items() if k in PASSTHROUGH_ENV or k.startswith(PASSTHROUGH_PREFIX)}
+        env |= {
+            "MOCKGPU_POD_NAMESPACE": spec.namespace,
+            "MOCKGPU_POD_NAME": spec.pod_name,
+            "MOCKGPU_CONTAINER_NAME": spec.name,
+        }  # who the fake driver says holds GPU memory
+        env |= spec.device_envs
+        env |= spec.env
+        return {k: rewrite_path(v, spec.mounts) for k, v in env.items()}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, spec: ContainerSpec) -> ContainerStatus:
+        """Start the container; a refused or failed exec gives a terminated StartError status."""
+        with self._lock:
+            old = self._containers.get(spec.key)
+            if old is not None and not old.done.is_set():
+                raise RuntimeError(f"container {spec.name} of pod {spec.pod_uid} is already running")
+        log_path = self.pod_log_dir(spec) / f"{spec.restart_count}.log"
+        scratch = self.scratch_dir(spec)
+        scratch.mkdir(parents=True, exist_ok=True)
+        ep, cmd = self.entrypoints.get(spec.image, ((), ()))
+        argv = [rewrite_path(a, spec.mounts) for a in combine_argv(spec.command, spec.args, ep, cmd)]
+        env = self.container_env(spec)
+        cwd = rewrite_path(spec.working_dir, spec.mounts) if spec.working_dir else str(scratch)
+        now = datetime.now(UTC)
+        base = ContainerStatus(
+            spec.pod_uid,
+            spec.name,
+            "running",
+            "",
+            log_path,
+            tuple(argv),
+            env,
+            started_at=now,
+            restart_count=spec.restart_count,
+        )
+        try:
+            host_argv = self.allowlist.host_argv(argv)
+            if not os.path.isdir(cwd):
+                raise CommandRefused(f"chdir to cwd ({spec.working_dir!r}) failed: no such directory")
+            proc = subprocess.Popen(
+                host_argv,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except (CommandRefused, OSError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            status = replace(
+                base,
+                state="terminated",
+                finished_at=now,
+                exit_code=START_ERROR_EXIT_CODE,
+                reason="StartError",
+                message=f"failed to start container process: {detail}",
+                container_id=f"mockgpu://{spec.pod_uid}-{spec.name}-{spec.restart_count}",
+            )
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.touch()
+            c = _Container(status, None)
+            c.done.set()
+            with self._lock:
+                self._containers[spec.key] = c
+            if self.on_exit:
+                self.on_exit(status)
+            return status
+        writer = LogWriter(log_path, self.plain_log(spec) if self.plain_log else None)
+        writer.attach(proc.stdout, "stdout")
+        writer.attach(proc.stderr, "stderr")
+        status = replace(base, pid=proc.pid, container_id=f"mockgpu://{proc.pid}-{spec.pod_uid}-{spec.name}")
+        c = _Container(status, proc)
+        with self._lock:
+            self._containers[spec.key] = c
+        threading.Thread(target=self._reap, args=(c, writer), name=f"reap-{spec.name}", daemon=True).start()
+        return status
+
+    def _reap(self, c: _Container, writer: LogWriter) -> None:
+        rc = c.proc.wait()
+        _killpg(c.proc.pid, signal.SIGKILL)  # the container's other processes end with it
+        writer.close()
+        sig = -rc if rc < 0 else None
+        code = 128 + sig if sig else rc
+        c.status = replace(
+            c.status,
+            state="terminated",
+            finished_at=datetime.now(UTC),
+            exit_code=code,
+            signal=sig,
+            reason="Completed" if code == 0 else "Error",
+        )
+        c.done.set()
+        if self.on_exit:
+            self.on_exit(c.status)
+
+    def status(self, pod_uid: str, name: str) -> ContainerStatus | None:
+        c = self._containers.get((pod_uid, name))
+        return c.status if c else None
+
+    def wait(self, pod_uid: str, name: str, timeout: float | None = None) -> ContainerStatus:
+        """Block until the container has terminated (TimeoutError after timeout seconds)."""
+        c = self._containers[(pod_uid, name)]
+        if not c.done.wait(timeout):
+            raise TimeoutError(f"container {name} of pod {pod_uid} still running after {timeout}s")
+        return c.status
+
+    def stop(self, pod_uid: str, name: str, grace: float = 30.0) -> ContainerStatus | None:
+        """SIGTERM the container's process group, SIGKILL it after grace seconds."""
+        c = self._containers.get((pod_uid, name))
+        if c is None:
+            return None
+        if c.proc is not None and not c.done.is_set():
+            _killpg(c.proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+            if not c.done.wait(max(grace, 0)):
+                _killpg(c.proc.pid, signal.SIGKILL)
+                c.done.wait(10)
+        return c.status
+
+    def stop_pod(self, pod_uid: str, grace: float = 30.0) -> None:
+        """Stop every container of a pod, all at once, each with the same grace period."""
+        keys = [k for k in list(self._containers) if k[0] == pod_uid]
+        threads = [threading.Thread(target=self.stop, args=(*k, grace)) for k in keys]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def remove(self, pod_uid: str, name: str) -> None:
+        """Forget a terminated container (its log file stays)."""
+        with self._lock:
+            c = self._containers.get((pod_uid, name))
+            if c is not None and c.done.is_set():
+                del self._containers[(pod_uid, name)]
+
+    def running(self) -> list[ContainerStatus]:
+        return [c.status for c in list(self._containers.values()) if not c.done.is_set()]
+
+    def stop_all(self, grace: float = 2.0) -> None:
+        for uid in {k[0] for k in list(self._containers)}:
+            self.stop_pod(uid, grace)
+
+    def logs(
+        self, pod_uid: str, name: str, *, timestamps: bool = False, tail: int | None = None, previous: bool = False
+    ) -> str:
+        """What ``kubectl logs`` prints for the container's current (or last) run; ``previous``: the run before."""
+        st = self.status(pod_uid, name)
+        if st is None:
+            return ""
+        path = st.log_path
+        if previous:
+            if st.restart_count == 0:
+                raise LookupError(f'previous terminated container "{name}" in pod "{pod_uid}" not found')
+            path = path.with_name(f"{st.restart_count - 1}.log")
+        return render_logs(path, timestamps=timestamps, tail=tail)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_all_runtimes(grace: float = 1.0) -> None:
+    """Stop every container of every runtime in this process (registered with atexit)."""
+    for rt in list(_RUNTIMES):
+        rt.stop_all(grace)
+
+
+atexit.register(stop_all_runtimes)
+
+
+__all__ = [
+    "ContainerSpec",
+    "ContainerStatus",
+    "Mount",
+    "ProcessRuntime",
+    "combine_argv",
+    "rewrite_path",
+    "stop_all_runtimes",
+]

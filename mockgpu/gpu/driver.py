@@ -1,0 +1,221 @@
+"""The fake driver: one directory per node that holds the node's GPUs and their live state.
+
+Every process that plays a part on the node (the device plugin, the kubelet's workloads, fake CUDA,
+fake ``nvidia-smi``, a GPU-state publisher) opens the same directory. On this machine its path comes
+from the environment variable ``MOCKGPU_DRIVER_DIR``; inside a container it is mounted at
+``CONTAINER_DRIVER_DIR`` (``/run/mockgpu/driver``).
+
+On-disk layout::
+
+    <dir>/inventory.json          the node's hardware (NodeInventory as JSON, plus driver and CUDA
+                                  versions); rewritten only when it changes
+    <dir>/ledgers/<UUID>.json     memory ledger of one physical GPU or one MIG instance (mockgpu.gpu.ledger)
+    <dir>/ledgers/<UUID>.lock     its fcntl lock file
+    <dir>/ledgers/procs/*.lock    process leases: a live process holds a shared flock on its own
+    <dir>/health.json             injected Xid events, [{"uuid", "xid", "time"}], guarded by health.lock
+
+Time-sliced replicas (device IDs ``<UUID>::<n>``) share their physical GPU's ledger: the replica
+suffix is stripped before any lookup. A MIG instance has its own ledger; the parent GPU's memory in
+the snapshot is the sum of its instances'.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mockgpu.errors import MockgpuError
+from mockgpu.gpu.inventory import MigInstance, NodeInventory, PhysicalGPU, inventory_from_dict, inventory_to_dict
+from mockgpu.gpu.ledger import Ledger, ProcessIdentity
+
+CONTAINER_DRIVER_DIR = "/run/mockgpu/driver"
+ENV_DRIVER_DIR = "MOCKGPU_DRIVER_DIR"
+# Shown by nvidia-smi. An R550 driver (550.107.02 is the driver version in the NVIDIA GFD label
+# examples of the reference); R550 drivers report CUDA 12.4.
+DRIVER_VERSION = "550.107.02"
+CUDA_VERSION = "12.4"
+# Xids NVIDIA's device plugin treats as application errors that leave the GPU healthy
+# (k8s-device-plugin internal/rm/health.go).
+APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+MIB = 1 << 20
+
+
+class DriverNotFound(MockgpuError):
+    """No driver directory (or no inventory in it): the fake equivalent of 'driver not loaded'."""
+
+
+def base_uuid(device_id: str) -> str:
+    """``GPU-...::3`` (a time-sliced replica's device ID) -> ``GPU-...``."""
+    return device_id.split("::", 1)[0]
+
+
+def driver_dir_from_env(env: dict[str, str] | None = None) -> Path | None:
+    """The driver directory this process should use: ``$MOCKGPU_DRIVER_DIR``, else the container path
+    if it exists, else None."""
+    env = os.environ if env is None else env
+    if env.get(ENV_DRIVER_DIR):
+        return Path(env[ENV_DRIVER_DIR])
+    return Path(CONTAINER_DRIVER_DIR) if Path(CONTAINER_DRIVER_DIR, "inventory.json").exists() else None
+
+
+def _devices(inv: NodeInventory) -> list[PhysicalGPU | MigInstance]:
+    out: list[PhysicalGPU | MigInstance] = []
+    for g in inv.gpus:
+        out.append(g)
+        out.extend(g.mig)
+    return out
+
+
+def write_node_driver(directory: str | Path, inventory: NodeInventory) -> Path:
+    """Create or refresh a node's driver directory. Idempotent: ledgers and health are never clobbered."""
+    d = Path(directory)
+    (d / "ledgers").mkdir(parents=True, exist_ok=True)
+    doc = {"driver_version": DRIVER_VERSION, "cuda_version": CUDA_VERSION, "inventory": inventory_to_dict(inventory)}
+    text = json.dumps(doc, indent=1)
+    inv_path = d / "inventory.json"
+    if not inv_path.exists() or inv_path.read_text() != text:
+        tmp = d / f".inventory.json.{os.getpid()}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, inv_path)
+    for dev in _devices(inventory):
+        Ledger.create(d / "ledgers" / f"{dev.uuid}.json", dev.uuid, dev.memory_mib * MIB)
+    return d
+
+
+@dataclass(frozen=True)
+class Health:
+    """Health of one device as the driver sees it."""
+
+    healthy: bool
+    xids: tuple[int, ...]  # every Xid injected on it (or on its parent GPU), oldest first
+
+
+class Driver:
+    """A node's driver directory, opened. Raises DriverNotFound if it holds no inventory."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        try:
+            doc = json.loads((self.dir / "inventory.json").read_text())
+        except (OSError, ValueError):
+            raise DriverNotFound(f"no mockgpu driver at {self.dir} (no readable inventory.json)") from None
+        self.driver_version: str = doc["driver_version"]
+        self.cuda_version: str = doc["cuda_version"]
+        self.inventory: NodeInventory = inventory_from_dict(doc["inventory"])
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Driver:
+        d = driver_dir_from_env(env)
+        if d is None:
+            raise DriverNotFound(f"no mockgpu driver: {ENV_DRIVER_DIR} is not set and {CONTAINER_DRIVER_DIR} is absent")
+        return cls(d)
+
+    # -- memory ---------------------------------------------------------------------------------
+    def _known(self, device_id: str) -> str:
+        uuid = base_uuid(device_id)
+        try:
+            self.inventory.device(uuid)
+        except KeyError:
+            raise MockgpuError(f"node {self.inventory.node} has no device {device_id}") from None
+        return uuid
+
+    def ledger(self, device_id: str) -> Ledger:
+        """The ledger of a GPU, MIG instance or time-sliced replica (``<UUID>::<n>``)."""
+        return Ledger(self.dir / "ledgers" / f"{self._known(device_id)}.json")
+
+    def register(self, device_id: str, who: ProcessIdentity) -> None:
+        self.ledger(device_id).register(who)
+
+    def allocate(self, device_id: str, who: ProcessIdentity, nbytes: int) -> int:
+        return self.ledger(device_id).allocate(who, nbytes)
+
+    def free(self, device_id: str, who: ProcessIdentity, handle: int) -> int:
+        return self.ledger(device_id).free(who, handle)
+
+    def release(self, device_id: str, who: ProcessIdentity) -> None:
+        self.ledger(device_id).release(who)
+
+    def report_utilization(self, device_id: str, who: ProcessIdentity, pct: float) -> None:
+        self.ledger(device_id).set_utilization(who, pct)
+
+    def mem_info(self, device_id: str) -> tuple[int, int]:
+        """(free, total) bytes of a device."""
+        st = self.ledger(device_id).state()
+        return st["total_bytes"] - st["used_bytes"], st["total_bytes"]
+
+    # -- health ---------------------------------------------------------------------------------
+    def _health_events(self) -> list[dict[str, Any]]:
+        try:
+            return json.loads((self.dir / "health.json").read_text())
+        except (OSError, ValueError):
+            return []
+
+    def _edit_health(self, fn) -> None:
+        fd = os.open(self.dir / "health.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            events = fn(self._health_events())
+            tmp = self.dir / f".health.json.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(events))
+            os.replace(tmp, self.dir / "health.json")
+        finally:
+            os.close(fd)
+
+    def inject_xid(self, device_id: str, xid: int) -> None:
+        """Record an Xid event on a GPU or MIG instance (as the kernel driver would log it)."""
+        uuid = self._known(device_id)
+        self._edit_health(lambda ev: [*ev, {"uuid": uuid, "xid": int(xid), "time": time.time()}])
+
+    def clear_xids(self, device_id: str | None = None) -> None:
+        """Forget injected Xids (of one device, or all): a fake GPU reset."""
+        uuid = base_uuid(device_id) if device_id else None
+        self._edit_health(lambda ev: [e for e in ev if uuid is not None and e["uuid"] != uuid])
+
+    def health(self) -> dict[str, Health]:
+        """Health per device UUID. A device is unhealthy once it, or its parent GPU, had an Xid that is
+        not an application error (the NVIDIA device plugin's rule; it never recovers on its own)."""
+        events = self._health_events()
+        out: dict[str, Health] = {}
+        for dev in _devices(self.inventory):
+            ids = {dev.uuid} | ({dev.parent_uuid} if isinstance(dev, MigInstance) else set())
+            xids = tuple(e["xid"] for e in events if e["uuid"] in ids)
+            out[dev.uuid] = Health(healthy=all(x in APPLICATION_XIDS for x in xids), xids=xids)
+        return out
+
+    # -- state ----------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Per device UUID: kind, index, name, total/used MiB, utilization, healthy and processes.
+
+        A MIG-enabled GPU's used memory and processes are those of its instances; its utilization is
+        None (nvidia-smi prints N/A for it).
+        """
+        health = self.health()
+        out: dict[str, dict[str, Any]] = {}
+        for g in self.inventory.gpus:
+            parts = [g, *g.mig] if g.mig else [g]
+            states = {p.uuid: self.ledger(p.uuid).state() for p in parts}
+            for m in g.mig:
+                out[m.uuid] = _entry("mig", m, states[m.uuid], health[m.uuid], f"{g.product_name} MIG {m.profile}")
+                out[m.uuid].update(gpu_index=g.index, mig_index=m.mig_index, gi_id=m.gi_id, ci_id=m.ci_id)
+            total = _entry("gpu", g, states[g.uuid], health[g.uuid], g.product_name)
+            if g.mig:
+                total["used_mib"] += sum(out[m.uuid]["used_mib"] for m in g.mig)
+                total["processes"] = [p for m in g.mig for p in out[m.uuid]["processes"]] + total["processes"]
+                total["utilization"] = None
+            total.update(gpu_index=g.index, pci_bus_id=g.pci_bus_id)
+            out[g.uuid] = total
+        return out
+
+
+def _entry(kind: str, dev: PhysicalGPU | MigInstance, st: dict[str, Any], h: Health, name: str) -> dict[str, Any]:
+    return {
+        "kind": kind, "uuid": dev.uuid, "name": name, "total_mib": dev.memory_mib,
+        "used_mib": -(-st["used_bytes"] // MIB), "utilization": round(st["utilization"]), "healthy": h.healthy,
+        "xids": list(h.xids),
+        "processes": [{**p, "used_mib": -(-p["used_bytes"] // MIB), "device": dev.uuid} for p in st["processes"]],
+    }

@@ -1,0 +1,60 @@
+"""The image's build context: what .dockerignore lets through must be enough for `pip install .`
+(checked by building the wheel from exactly those files), and the Dockerfile follows the rules."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from mockgpu.backends.kind.images import mockgpu_image, package_version
+
+from .conftest import ROOT
+
+
+def _context(dest):
+    """Copy what .dockerignore admits: it is '*' then '!' re-includes, minus caches (asserted here)."""
+    lines = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines[0] == "*", "the context must start from nothing"
+    includes = [ln[1:].rstrip("/") for ln in lines if ln.startswith("!")]
+    for name in includes:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dest / name)
+    return includes
+
+
+def test_dockerfile_copies_only_the_context_and_pins_its_base():
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim$", text, re.M)
+    instructions = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert not any(":latest" in ln for ln in instructions)
+    copied = re.findall(r"^COPY (.+) \S+$", text, re.M)
+    sources = {s for line in copied for s in line.split()}
+    assert sources == {"pyproject.toml", "README.md", "mockgpu"}
+    assert "pip install ." in text
+
+
+def test_context_builds_a_wheel_with_the_data_and_commands(tmp_path):
+    pytest.importorskip("setuptools", reason="building the wheel offline needs setuptools in this venv")
+    pytest.importorskip("wheel", reason="building the wheel offline needs wheel in this venv")
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    assert set(_context(ctx)) == {"pyproject.toml", "README.md", "mockgpu"}
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path / "dist"), str(ctx)], check=True, capture_output=True, timeout=240)
+    (whl,) = (tmp_path / "dist").glob("mockgpu-*.whl")
+    assert whl.name.startswith(f"mockgpu-{package_version()}-")
+    assert mockgpu_image() == f"mockgpu:{package_version()}"
+    names = zipfile.ZipFile(whl).namelist()
+    assert "mockgpu/gpu/data/gpus.json" in names
+    assert "mockgpu/deviceplugin/api/api.proto" in names
+    entry = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "mockgpu = mockgpu.cli:main" in entry and "nvidia-smi = " in entry

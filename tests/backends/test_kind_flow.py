@@ -1,0 +1,206 @@
+"""KindBackend.up/down/list driven through a scripted runner: step order, cleanup of a half-created
+cluster, refusing a taken name, dry-run touching nothing. (The real thing is in test_kind_e2e.py.)"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mockgpu.backends.base import UpOptions
+from mockgpu.backends.kind import KindBackend
+from mockgpu.backends.kind.images import mockgpu_image
+from mockgpu.backends.kind.run import Result
+from mockgpu.errors import MockgpuError
+
+from .conftest import FakeRunner
+
+
+def _nodes_json(gpus: dict[str, dict[str, str]]) -> str:
+    items = [{"metadata": {"name": f"n-{spec_node}", "labels": {"mockgpu.io/node": spec_node}},
+              "status": {"allocatable": {"cpu": "8", **alloc}}} for spec_node, alloc in gpus.items()]
+    return json.dumps({"items": items})
+
+
+READY = {"whole-0": {"nvidia.com/gpu": "4"}, "mig-0": {"nvidia.com/mig-1g.10gb": "8"},
+         "shared-0": {"nvidia.com/gpu": "8"}}
+
+
+class Cluster:
+    """A scripted docker/kind/kubectl: state is whether the cluster exists; `fail` names a step to break."""
+
+    def __init__(self, exists=False, fail=None, gpus=READY):
+        self.exists, self.fail, self.gpus = exists, fail, gpus
+
+    def __call__(self, args, stdin):
+        cmd = " ".join(args)
+        if self.fail and cmd.startswith(self.fail):
+            return Result(1, "", "boom: something broke\n")
+        if cmd.startswith("docker info"):
+            return Result(0, "28.2.2\n", "")
+        if cmd.startswith("kind version"):
+            return Result(0, "kind v0.31.0 go1.25 linux/amd64\n", "")
+        if cmd.startswith("kubectl version"):
+            return Result(0, "Client Version: v1.35.0\n", "")
+        if cmd == "kind get clusters":
+            return Result(0, "workshop\n" if self.exists else "", "" if self.exists else "No kind clusters found.\n")
+        if cmd.startswith("kind get nodes"):
+            return Result(0, "workshop-control-plane\nworkshop-worker\n", "")
+        if cmd.startswith("kind create cluster"):
+            self.exists = True
+            return Result(0, "", "")
+        if cmd.startswith("kind delete cluster"):
+            self.exists = False
+            return Result(0, "", "")
+        if "get nodes -o json" in cmd:
+            return Result(0, _nodes_json(self.gpus), "")
+        return Result(0, "", "")
+
+
+def _up(tmp_path, workshop, handler, **kw):
+    runner = FakeRunner(handler)
+    out = io.StringIO()
+    backend = KindBackend(runner=runner, out=out, state_root=tmp_path)
+    return backend, runner, out, UpOptions(spec=workshop, name="workshop", **kw)
+
+
+def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
+    backend, runner, out, opts = _up(tmp_path, workshop, Cluster())
+    info = backend.up(opts)
+    assert info.state == "running" and info.kubeconfig == tmp_path / "workshop" / "kubeconfig"
+    def first(*prefix):
+        return next(i for i, c in enumerate(runner.calls) if c[: len(prefix)] == list(prefix))
+
+    kubectl = ["kubectl", "--kubeconfig", str(info.kubeconfig), "--context", "kind-workshop"]
+    steps = [first("docker", "info"), first("kind", "get", "clusters"), first("docker", "build"),
+             first("kind", "create", "cluster"), first("kind", "load", "docker-image"),
+             first(*kubectl, "apply"), first(*kubectl, "get", "nodes")]
+    assert steps == sorted(steps)
+    build = next(c for c in runner.calls if c[:2] == ["docker", "build"])
+    assert build[3] == mockgpu_image()
+    create = next(c for c in runner.calls if c[:3] == ["kind", "create", "cluster"])
+    config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
+    assert create[create.index("--config") + 1] == str(tmp_path / "workshop" / "kind-config.yaml")
+    assert len(config["nodes"]) == 4
+    assert all((tmp_path / "workshop" / n / "driver").is_dir() for n in ("whole-0", "mig-0", "shared-0"))
+    applied = runner.inputs[next(i for i, c in enumerate(runner.calls) if "apply" in c)]
+    assert [d["kind"] for d in yaml.safe_load_all(applied)][-1] == "DaemonSet"
+    text = out.getvalue()
+    for step in ("[1/6] preflight", "[2/6] build image", "[3/6] create cluster workshop (4 nodes)",
+                 "[4/6] load image", "[5/6] apply manifests", "[6/6] wait for GPUs in node allocatable"):
+        assert f"{step} ...\n" in text and f"{step} done (" in text
+    assert "whole-0: nvidia.com/gpu=4" in text and "kind cluster 'workshop' is up in" in text
+
+
+@pytest.mark.parametrize(("retain", "deleted"), [(False, True), (True, False)], ids=["cleanup", "retain"])
+def test_failure_after_create_deletes_the_half_created_cluster_unless_retained(tmp_path, workshop, retain, deleted):
+    handler = Cluster(fail="kind load")
+    backend, runner, out, opts = _up(tmp_path, workshop, handler, retain=retain)
+    with pytest.raises(MockgpuError, match="`kind load docker-image` failed: boom: something broke"):
+        backend.up(opts)
+    assert runner.called("kind", "delete", "cluster") is deleted
+    assert handler.exists is not deleted
+    create = next(c for c in runner.calls if c[:3] == ["kind", "create", "cluster"])
+    assert ("--retain" in create) is retain
+    assert "[4/6] load image failed after" in out.getvalue()
+
+
+def test_failed_build_never_creates_a_cluster(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(fail="docker build"))
+    with pytest.raises(MockgpuError, match="docker build"):
+        backend.up(opts)
+    assert not runner.called("kind", "create", "cluster") and not runner.called("kind", "delete", "cluster")
+
+
+def test_a_taken_name_is_refused_before_anything_is_created(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(exists=True))
+    with pytest.raises(MockgpuError, match="a kind cluster named 'workshop' already exists .*half-created"):
+        backend.up(opts)
+    assert not runner.called("kind", "create", "cluster") and not runner.called("kind", "delete", "cluster")
+
+
+def test_no_docker_fails_in_preflight_with_one_line(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(fail="docker info"))
+    with pytest.raises(MockgpuError) as err:
+        backend.up(opts)
+    assert "Docker daemon is not reachable" in str(err.value) and "\n" not in str(err.value)
+    assert not runner.called("kind", "create", "cluster")
+
+
+def test_wait_times_out_naming_nodes_without_gpus(tmp_path, workshop):
+    handler = Cluster(gpus={**READY, "mig-0": {}})
+    backend, runner, _, opts = _up(tmp_path, workshop, handler)
+    with pytest.raises(MockgpuError, match=r"no GPUs in allocatable on mig-0: see `kubectl -n mockgpu-system logs"):
+        backend.up(opts)
+    assert runner.slept >= 180 and runner.called("kind", "delete", "cluster")
+
+
+def test_dry_run_prints_the_stream_and_runs_nothing(tmp_path, workshop, capsys):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(), dry_run=True)
+    info = backend.up(opts)
+    assert runner.calls == [] and info.state == "dry-run"
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert docs[0]["kind"] == "Cluster" and docs[-1]["kind"] == "DaemonSet"
+    assert not (tmp_path / "workshop").exists()
+
+
+def test_fake_gpu_operator_skips_the_image_and_installs_the_chart(tmp_path, workshop):
+    backend, runner, out, opts = _up(tmp_path, workshop, Cluster(), device_plugin="fake-gpu-operator")
+    backend.up(opts)
+    assert not runner.called("docker", "build") and not runner.called("kind", "load")
+    assert runner.called("helm", "upgrade", "--install", "gpu-operator")
+    values = yaml.safe_load((tmp_path / "workshop" / "fake-gpu-operator-values.yaml").read_text())
+    assert values["topology"]["nodePools"]["whole"]["gpuCount"] == 4
+    assert "fake-gpu-operator cannot express: pool mig: MIG layout" in out.getvalue()
+
+
+def test_unknown_device_plugin_is_bad_input(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(), device_plugin="hami")
+    with pytest.raises(MockgpuError, match="unknown device plugin 'hami'") as err:
+        backend.up(opts)
+    assert err.value.exit_code == 2 and runner.calls == []
+
+
+def test_down_deletes_cluster_and_state(tmp_path, workshop):
+    (tmp_path / "workshop" / "whole-0").mkdir(parents=True)
+    backend, runner, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
+    backend.down("workshop")
+    assert runner.called("kind", "delete", "cluster", "--name", "workshop")
+    assert not (tmp_path / "workshop").exists()
+
+
+def test_down_of_an_unknown_cluster_says_which_exist(tmp_path, workshop):
+    backend, _, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
+    with pytest.raises(MockgpuError, match=r"no kind cluster named 'other' \(kind clusters: workshop\)"):
+        backend.down("other")
+
+
+def test_list_reads_kind_and_the_kubeconfig(tmp_path, workshop):
+    kubeconfig = tmp_path / "workshop" / "kubeconfig"
+    kubeconfig.parent.mkdir(parents=True)
+    kubeconfig.write_text(yaml.safe_dump({"clusters": [
+        {"name": "kind-workshop", "cluster": {"server": "https://127.0.0.1:43123"}}]}))
+
+    def handler(args, stdin):
+        if args[:2] == ["docker", "inspect"]:
+            return Result(0, "true\n", "")
+        return Cluster(exists=True)(args, stdin)
+
+    backend, _, _, _ = _up(tmp_path, workshop, handler)
+    (info,) = backend.list()
+    assert (info.name, info.backend, info.endpoint, info.state) == ("workshop", "kind", "https://127.0.0.1:43123",
+                                                                    "running")
+
+
+def test_up_writes_the_scheduler_file_it_mounts(tmp_path, workshop):
+    sched = tmp_path / "sched.yaml"
+    sched.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    backend, runner, _, opts = _up(tmp_path / "state", workshop, Cluster(), scheduler_config=sched)
+    backend.up(opts)
+    config = yaml.safe_load((tmp_path / "state" / "workshop" / "kind-config.yaml").read_text())
+    mounted = config["nodes"][0]["extraMounts"][0]["hostPath"]
+    generated = yaml.safe_load(Path(mounted).read_text())
+    assert generated["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"

@@ -1,0 +1,104 @@
+"""Every Kubernetes object the kind and kubeconfig backends apply, validated against Kubernetes'
+OpenAPI schemas (kubernetes-validate, strict: unknown fields fail) for each supported version,
+plus what the device-plugin DaemonSet must contain."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from mockgpu.backends.base import UpOptions
+from mockgpu.backends.kind.config import DRIVER_DIR, kind_node_names
+from mockgpu.backends.kind.images import NODE_IMAGES, mockgpu_image, package_version
+from mockgpu.backends.kind.manifests import PLUGIN_DIR, spec_document
+from mockgpu.backends.kind.render import cluster_manifests
+from mockgpu.backends.kubeconfig import render_manifests
+from mockgpu.config.clusterspec import parse_spec
+
+from .conftest import SPEC_IDS, SPECS, spec_at
+
+# kubernetes-validate ships schemas per minor; validate against every minor we pin a node image for.
+K8S = sorted(NODE_IMAGES)
+
+
+def _all_manifests(spec):
+    kind = cluster_manifests(UpOptions(spec=spec, name=spec.name))
+    fgo = cluster_manifests(UpOptions(spec=spec, name=spec.name, device_plugin="fake-gpu-operator"))
+    node_map = {f"node-{i}": n.name for i, n in enumerate(spec.nodes())}
+    return [*kind, *fgo, *render_manifests(spec, node_map)]
+
+
+@pytest.mark.parametrize("version", K8S)
+@pytest.mark.parametrize("path", SPECS, ids=SPEC_IDS)
+def test_manifests_validate_against_kubernetes_schemas(path, version):
+    docs = _all_manifests(spec_at(path))
+    assert docs
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_the_validator_does_catch_a_bad_field(workshop):
+    ds = cluster_manifests(UpOptions(spec=workshop, name="workshop"))[-1]
+    ds["spec"]["template"]["spec"]["containers"][0]["imagePulPolicy"] = "Never"  # typo on purpose
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(ds, K8S[-1], strict=True)
+
+
+def _by_kind(docs, kind, name=None):
+    return next(d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name))
+
+
+def test_daemonset_runs_the_pinned_image_privileged_with_the_kubelet_socket_dir(workshop):
+    docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
+    ds = _by_kind(docs, "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["image"] == mockgpu_image() == f"mockgpu:{package_version()}" and not c["image"].endswith(":latest")
+    assert c["imagePullPolicy"] == "Never"
+    assert c["securityContext"]["privileged"] is True
+    host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert host == {"device-plugins": PLUGIN_DIR, "driver": DRIVER_DIR}
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {PLUGIN_DIR, DRIVER_DIR, "/etc/mockgpu"}
+    script = c["command"][-1]
+    assert "mockgpu device-plugin --spec /etc/mockgpu/spec.yaml" in script
+    assert f"--plugin-dir {PLUGIN_DIR}" in script and f"--driver-dir {DRIVER_DIR}" in script
+    assert c["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": "mockgpu.io/node", "operator": "Exists"}]
+
+
+def test_node_name_map_covers_every_kind_worker(workshop):
+    docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
+    names = _by_kind(docs, "ConfigMap", "mockgpu-node-names")["data"]
+    assert names == kind_node_names(workshop, "workshop")
+    pod = _by_kind(docs, "DaemonSet")["spec"]["template"]["spec"]
+    projected = next(v for v in pod["volumes"] if v["name"] == "mockgpu-config")["projected"]["sources"]
+    paths = [i["path"] for s in projected for i in s["configMap"]["items"]]
+    assert paths == ["spec.yaml", *(f"nodes/{n}" for n in sorted(names))]
+
+
+@pytest.mark.parametrize("path", SPECS, ids=SPEC_IDS)
+def test_spec_config_map_loads_back_to_the_same_spec(path):
+    spec = spec_at(path)
+    again = parse_spec(yaml.safe_load(spec_document(spec)))
+    assert again.model_dump(exclude={"source"}) == spec.model_copy(
+        update={"spec": spec.spec.model_copy(update={"schedulerConfig": None})}).model_dump(exclude={"source"})
+
+
+def test_rbac_lets_the_publisher_read_pods_and_write_configmaps(workshop):
+    docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
+    cluster_rule = _by_kind(docs, "ClusterRole")["rules"][0]
+    assert "pods" in cluster_rule["resources"] and set(cluster_rule["verbs"]) == {"get", "list", "watch"}
+    role_rule = _by_kind(docs, "Role")["rules"][0]
+    assert role_rule["resources"] == ["configmaps"] and {"create", "update"} <= set(role_rule["verbs"])
+    sa = _by_kind(docs, "ServiceAccount")["metadata"]["name"]
+    assert _by_kind(docs, "DaemonSet")["spec"]["template"]["spec"]["serviceAccountName"] == sa
+    for binding in ("ClusterRoleBinding", "RoleBinding"):
+        assert _by_kind(docs, binding)["subjects"][0]["name"] == sa
+
+
+def test_namespace_allows_privileged_pods(workshop):
+    ns = cluster_manifests(UpOptions(spec=workshop, name="workshop"))[0]
+    assert ns["kind"] == "Namespace" and ns["metadata"]["name"] == "mockgpu-system"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
