@@ -101,6 +101,23 @@ def run_seed(nodes: NodeList, pods: PodList, policy: Policy, dist: TaskDistribut
     return SeedRun(seed, steps_arr, alloc, frag_pct, failed_at, cut.astype(np.int64), state)
 
 
+def replay(nodes: NodeList, shapes: Sequence[PodShape], policy: Policy,
+           seed: int = 0) -> tuple[ClusterState, list[int]]:
+    """Place a fixed list of pods in order (no sampling); returns the state and the indices of the
+    pods that fit nowhere. For small hand-made examples."""
+    rng, state, failed = np.random.default_rng(seed), ClusterState(nodes), []
+    tie_break = getattr(policy, "tie_break", "name")
+    for i, pod in enumerate(shapes):
+        feasible = state.feasible(pod)
+        if len(feasible) == 0:
+            failed.append(i)
+            continue
+        n = int(feasible[0]) if len(feasible) == 1 else choose_node(
+            np.asarray(policy.score(state, pod, feasible, rng)), feasible, rng, tie_break, state.name_rank)
+        state.place(pod, n, policy.gpus(state, pod, n, rng))
+    return state, failed
+
+
 @dataclass(frozen=True)
 class PolicyResult:
     """Mean and population standard deviation over seeds, per arrived-load step."""
@@ -144,4 +161,4 @@ def simulate(nodes: NodeList, pods: PodList, policy: Policy, dist: TaskDistribut
     return PolicyResult(getattr(policy, "name", "custom"), runs[0].steps, runs)
 
 
-__all__ = ["MILLI", "PolicyResult", "SeedRun", "default_seeds", "run_seed", "sample_workload", "simulate"]
+__all__ = ["MILLI", "PolicyResult", "SeedRun", "default_seeds", "replay", "run_seed", "sample_workload", "simulate"]

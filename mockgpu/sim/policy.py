@@ -10,7 +10,7 @@ A learner can write a policy as a plain function of one node and the pod (see ``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -41,15 +41,27 @@ GpuChoice = Callable[[NodeView, PodShape], tuple[int, ...]]
 @dataclass
 class FunctionPolicy:
     """Adapts ``score(node: NodeView, pod: PodShape) -> float`` (and optionally a GPU chooser with
-    the same arguments) to the ``Policy`` protocol. Loops in Python: fine for small clusters."""
+    the same arguments) to the ``Policy`` protocol. The function must depend only on the node and the
+    pod: its results are cached per pod shape and recomputed only for nodes that changed since."""
 
     score_node: NodeScore
     name: str
     choose_gpus: GpuChoice | None = None
     tie_break: str = "name"
+    _state: ClusterState | None = field(default=None, init=False, repr=False)
+    _caches: dict[PodShape, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, init=False, repr=False)
 
     def score(self, state: ClusterState, pod: PodShape, nodes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return np.array([float(self.score_node(state.view(int(n)), pod)) for n in nodes])
+        if self._state is not state:
+            self._state, self._caches = state, {}
+        if pod not in self._caches:
+            self._caches[pod] = (np.zeros(len(state.nodes)), np.full(len(state.nodes), -1))
+        scores, seen = self._caches[pod]
+        stale = nodes[seen[nodes] != state.version[nodes]]
+        for n in stale.tolist():
+            scores[n] = float(self.score_node(state.view(n), pod))
+        seen[stale] = state.version[stale]
+        return scores[nodes]
 
     def gpus(self, state: ClusterState, pod: PodShape, n: int, rng: np.random.Generator) -> tuple[int, ...]:
         if self.choose_gpus is None:

@@ -44,6 +44,12 @@ class NodeList:
     def total_gpus(self) -> int:
         return int(self.gpus.sum())
 
+    def take(self, index: np.ndarray | list[int] | slice) -> NodeList:
+        """A smaller cluster made of the selected nodes (e.g. ``nodes.take(slice(0, None, 8))``)."""
+        idx = np.arange(len(self))[index]
+        return NodeList(tuple(self.names[i] for i in idx), self.cpu_milli[idx], self.memory_mib[idx],
+                        self.gpus[idx], tuple(self.models[i] for i in idx))
+
 
 @dataclass(frozen=True)
 class PodList:
