@@ -32,6 +32,7 @@ ANNOTATION_FILTER = "mockgpu.io/filter-result"
 ANNOTATION_SCORE = "mockgpu.io/score-result"
 ANNOTATION_FINAL_SCORE = "mockgpu.io/finalscore-result"
 ANNOTATION_SELECTED = "mockgpu.io/selected-node"
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # upstream ErrNoNodesAvailable
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -119,7 +120,7 @@ def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random
     """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure apart from drawing from ``rng``."""
     res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
     if not nodes:
-        res.message = fit_error(0, {})
+        res.message = NO_NODES_AVAILABLE
         return res
     _filter(pod, nodes, profile, start_index % len(nodes), res)
     if not res.feasible:

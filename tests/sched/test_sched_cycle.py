@@ -177,3 +177,8 @@ FEASIBLE_ROWS = [("50 nodes: all", 50, None, 50), ("100 nodes adaptive 49% -> at
 @pytest.mark.parametrize("n,pct,want", [r[1:] for r in FEASIBLE_ROWS], ids=[r[0] for r in FEASIBLE_ROWS])
 def test_num_feasible_nodes_to_find(n, pct, want):
     assert num_feasible_nodes_to_find(n, pct) == want
+
+
+def test_no_nodes_at_all():
+    res = schedule_one(gpu_pod("x", 1), [], default_profile(), random.Random(0))
+    assert (res.scheduled, res.message) == (False, "no nodes available to schedule pods")
