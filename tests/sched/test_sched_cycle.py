@@ -182,3 +182,21 @@ def test_num_feasible_nodes_to_find(n, pct, want):
 def test_no_nodes_at_all():
     res = schedule_one(gpu_pod("x", 1), [], default_profile(), random.Random(0))
     assert (res.scheduled, res.message) == (False, "no nodes available to schedule pods")
+
+
+def test_too_many_pods_end_to_end():
+    full = NodeInfo.from_node(node("n1", {"cpu": "4"}, pods="1"), [pod("old", node_name="n1")])
+    res = schedule_one(pod("new"), [full], default_profile(), random.Random(0))
+    assert res.message == ("0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: "
+                           "1 No preemption victims found for incoming pod.")
+
+
+def test_round_robin_start_index_and_single_feasible_search_without_scorers():
+    nodes = seed_cluster([])
+    prof = default_profile()
+    res = schedule_one(gpu_pod("x", 1), nodes, prof, random.Random(0), start_index=2)
+    assert list(res.filter_results) == ["gpu-3", "gpu-4", "gpu-1", "gpu-2"] and res.next_start_index == 2
+    # a profile without score plugins stops at the first feasible node (upstream numFeasibleNodesToFind = 1)
+    no_score = type(prof)(scheduler_name="f", filters=prof.filters, scorers=[])
+    res = schedule_one(gpu_pod("x", 1), nodes, no_score, random.Random(0), start_index=1)
+    assert (res.feasible, res.selected_node, res.next_start_index) == (["gpu-2"], "gpu-2", 2)
