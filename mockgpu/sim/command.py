@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from mockgpu.errors import MockgpuError
-from mockgpu.sim.engine import PolicyResult, default_seeds, simulate
+from mockgpu.sim.engine import SAMPLINGS, PolicyResult, default_seeds, simulate
 from mockgpu.sim.frag import task_distribution
 from mockgpu.sim.policies import POLICY_NAMES, canonical_name, make_policy
 from mockgpu.sim.trace import load_trace
@@ -33,6 +33,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=10, metavar="N", help="number of seeds (default: 10)")
     p.add_argument("--curve", type=float, default=None, metavar="STEP",
                    help="also report the curve at 0, STEP, 2*STEP, ... percent up to --arrived")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="replacement",
+                   help="replacement: draw every task with replacement (default, the paper's text); "
+                        "trace-first: every trace pod once in random order, then draws (the paper's simulator)")
     p.add_argument("--trace-dir", default=None, metavar="DIR",
                    help="directory with a node list and a pod list CSV (default: the copy shipped in mockgpu)")
     p.add_argument("--pod-list", default=None, metavar="FILE", help="pod list file name in --trace-dir")
@@ -103,15 +106,15 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             policy = make_policy(name, dist)
             bar.set_postfix_str(name)
-            result = simulate(nodes, pods, policy, dist, steps, [seeds[0]])
+            result = simulate(nodes, pods, policy, dist, steps, [seeds[0]], sampling=args.sampling)
             runs = list(result.runs)
             bar.update(1)
             for seed in seeds[1:]:
-                runs.extend(simulate(nodes, pods, policy, dist, steps, [seed]).runs)
+                runs.extend(simulate(nodes, pods, policy, dist, steps, [seed], sampling=args.sampling).runs)
                 bar.update(1)
             result = PolicyResult(result.policy, result.steps, tuple(runs))
             extra: dict[str, Any] = {"total_gpus": nodes.total_gpus, "nodes": len(nodes), "trace_pods": len(pods),
-                                     "tie_break": getattr(policy, "tie_break", "name")}
+                                     "tie_break": getattr(policy, "tie_break", "name"), "sampling": args.sampling}
             if hasattr(policy, "weights"):
                 extra["weights"] = dict(policy.weights)
             row = summary(result, args.arrived, extra)

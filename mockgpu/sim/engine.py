@@ -38,12 +38,29 @@ class SeedRun:
     state: ClusterState
 
 
-def sample_workload(pods: PodList, total_gpu_milli: int, percent: float, rng: np.random.Generator) -> np.ndarray:
-    """Pod-list indices drawn with replacement until the next one would exceed ``percent`` of capacity."""
+SAMPLINGS = ("replacement", "trace-first")
+
+
+def sample_workload(pods: PodList, total_gpu_milli: int, percent: float, rng: np.random.Generator,
+                    sampling: str = "replacement") -> np.ndarray:
+    """Pod-list indices until the next one would take the arrived GPU request above ``percent`` of
+    capacity. ``"replacement"``: every task drawn uniformly with replacement (the paper's text).
+    ``"trace-first"``: every trace pod once in a random order, then draws with replacement (what the
+    paper's simulator does: it shuffles the pod list and "tunes" it up to the target)."""
     request = pods.total_gpu_milli
     if not request.any():
         raise MockgpuError("the pod list has no GPU pods, so no GPU load can arrive", exit_code=2)
+    if sampling not in SAMPLINGS:
+        raise MockgpuError(f"unknown sampling {sampling!r}; choose one of: {', '.join(SAMPLINGS)}", exit_code=2)
     target, cum, parts = percent / 100.0 * total_gpu_milli, 0, []
+    if sampling == "trace-first":
+        perm = rng.permutation(len(pods))
+        running = np.cumsum(request[perm])
+        keep = int(np.searchsorted(running, target, side="right"))
+        if keep < len(perm):
+            return perm[:keep]
+        parts.append(perm)
+        cum = int(running[-1])
     while True:
         idx = rng.integers(len(pods), size=CHUNK)
         running = cum + np.cumsum(request[idx])
@@ -60,7 +77,7 @@ def _shape(pods: PodList, i: int) -> PodShape:
 
 
 def run_seed(nodes: NodeList, pods: PodList, policy: Policy, dist: TaskDistribution, steps: Sequence[float],
-             seed: int, on_pod: Callable[[], None] | None = None) -> SeedRun:
+             seed: int, on_pod: Callable[[], None] | None = None, sampling: str = "replacement") -> SeedRun:
     """Replay one sampled workload under ``policy``; ``steps`` are arrived loads in percent."""
     steps_arr = np.array(sorted(set(float(s) for s in steps)))
     if len(steps_arr) == 0 or steps_arr[0] < 0:
@@ -68,7 +85,7 @@ def run_seed(nodes: NodeList, pods: PodList, policy: Policy, dist: TaskDistribut
     sample_rng, tie_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     state = ClusterState(nodes)
     total = state.total_gpu_milli
-    order = sample_workload(pods, total, float(steps_arr[-1]), sample_rng)
+    order = sample_workload(pods, total, float(steps_arr[-1]), sample_rng, sampling)
     arrived = np.cumsum(pods.total_gpu_milli[order])
     cut = np.searchsorted(arrived, steps_arr / 100.0 * total, side="right")  # pods in each snapshot
     model = FragModel.for_models(dist, state.model_names)
@@ -153,12 +170,14 @@ def default_seeds(n: int) -> list[int]:
 
 
 def simulate(nodes: NodeList, pods: PodList, policy: Policy, dist: TaskDistribution, steps: Sequence[float],
-             seeds: Sequence[int], on_pod: Callable[[], None] | None = None) -> PolicyResult:
+             seeds: Sequence[int], on_pod: Callable[[], None] | None = None,
+             sampling: str = "replacement") -> PolicyResult:
     """Run ``policy`` for every seed; results per step in ``steps`` (percent of GPU capacity)."""
     if not seeds:
         raise MockgpuError("need at least one seed", exit_code=2)
-    runs = tuple(run_seed(nodes, pods, policy, dist, steps, s, on_pod) for s in seeds)
+    runs = tuple(run_seed(nodes, pods, policy, dist, steps, s, on_pod, sampling) for s in seeds)
     return PolicyResult(getattr(policy, "name", "custom"), runs[0].steps, runs)
 
 
-__all__ = ["MILLI", "PolicyResult", "SeedRun", "default_seeds", "replay", "run_seed", "sample_workload", "simulate"]
+__all__ = ["MILLI", "SAMPLINGS", "PolicyResult", "SeedRun", "default_seeds", "replay", "run_seed", "sample_workload",
+           "simulate"]

@@ -56,6 +56,17 @@ def test_sampling_stops_before_exceeding_the_target():
     assert len(set(order.tolist())) == 3  # with replacement: every shape shows up
 
 
+def test_trace_first_sampling_uses_every_trace_pod_once_then_draws():
+    workload = pods((1000, 1, 1, 500), (1000, 1, 0, 0), (1000, 1, 2, 1000), (1000, 1, 1, 1000))
+    order = sample_workload(workload, 10 * MILLI, 100, np.random.default_rng(5), sampling="trace-first")
+    assert sorted(order[:4].tolist()) == [0, 1, 2, 3]  # the whole trace (3500 milli) first, in random order
+    assert workload.total_gpu_milli[order].sum() <= 10_000 and len(order) > 4
+    low = sample_workload(workload, 10 * MILLI, 20, np.random.default_rng(5), sampling="trace-first")
+    assert len(set(low.tolist())) == len(low)  # below the trace's own load: no pod twice
+    with pytest.raises(MockgpuError, match="unknown sampling"):
+        sample_workload(workload, 1000, 10, np.random.default_rng(0), sampling="bootstrap")
+
+
 def test_no_gpu_pods_is_an_error():
     with pytest.raises(MockgpuError, match="no GPU pods"):
         sample_workload(pods((1000, 1, 0, 0)), 1000, 50, np.random.default_rng(0))
