@@ -99,9 +99,12 @@ def _int(path: Path, line: int, row: dict[str, str | None], column: str, default
             return default
         raise ConfigError(str(path), f"line {line}, column {column}", "missing value")
     try:
-        value = int(float(raw)) if "." in raw else int(raw)
+        number = float(raw) if "." in raw else int(raw)  # "1000.0" (pandas exports) is accepted
     except ValueError:
-        raise ConfigError(str(path), f"line {line}, column {column}", f"not an integer: {raw!r}") from None
+        number = None
+    if number is None or (isinstance(number, float) and not number.is_integer()):
+        raise ConfigError(str(path), f"line {line}, column {column}", f"not an integer: {raw!r}")
+    value = int(number)
     if value < 0:
         raise ConfigError(str(path), f"line {line}, column {column}", f"must be >= 0, got {value}")
     return value

@@ -35,6 +35,12 @@ def test_variant_without_optional_columns(tmp_path):
     assert pods.gpu_milli.tolist() == [1000, 460] and pods.gpu_spec == ("", "")
 
 
+def test_integral_floats_from_pandas_exports_are_accepted(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("cpu_milli,memory_mib,num_gpu,gpu_milli\n1000.0,100,1,500.0\n")
+    assert load_pods(path).gpu_milli.tolist() == [500]
+
+
 def test_variant_without_gpu_milli_defaults_to_whole_gpus(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("cpu_milli,memory_mib,num_gpu\n1000,100,2\n500,50,0\n")
@@ -58,6 +64,7 @@ def test_node_list_with_cpu_only_nodes(tmp_path):
 BAD_PODS = [
     ("missing-column", "name,cpu_milli,num_gpu,gpu_milli\np,1,1,1000\n", r"missing column\(s\) memory_mib"),
     ("not-integer", "cpu_milli,memory_mib,num_gpu,gpu_milli\nlots,1,1,1000\n", "column cpu_milli: not an integer"),
+    ("fraction", "cpu_milli,memory_mib,num_gpu,gpu_milli\n1.5,1,1,1000\n", "column cpu_milli: not an integer: '1.5'"),
     ("negative", "cpu_milli,memory_mib,num_gpu,gpu_milli\n1,-5,1,1000\n", "line 2, column memory_mib: must be >= 0"),
     ("empty-value", "cpu_milli,memory_mib,num_gpu,gpu_milli\n1,,1,1000\n", "line 2, column memory_mib: missing value"),
     ("share-over-one-gpu", "cpu_milli,memory_mib,num_gpu,gpu_milli\n1,1,1,1500\n", "more than one GPU"),
