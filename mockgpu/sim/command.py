@@ -106,13 +106,11 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             policy = make_policy(name, dist)
             bar.set_postfix_str(name)
-            result = simulate(nodes, pods, policy, dist, steps, [seeds[0]], sampling=args.sampling)
-            runs = list(result.runs)
-            bar.update(1)
-            for seed in seeds[1:]:
+            runs = []
+            for seed in seeds:
                 runs.extend(simulate(nodes, pods, policy, dist, steps, [seed], sampling=args.sampling).runs)
                 bar.update(1)
-            result = PolicyResult(result.policy, result.steps, tuple(runs))
+            result = PolicyResult(policy.name, runs[0].steps, tuple(runs))
             extra: dict[str, Any] = {"total_gpus": nodes.total_gpus, "nodes": len(nodes), "trace_pods": len(pods),
                                      "tie_break": getattr(policy, "tie_break", "name"), "sampling": args.sampling}
             if hasattr(policy, "weights"):
