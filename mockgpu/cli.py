@@ -14,6 +14,7 @@ from mockgpu.errors import MockgpuError
 COMMAND_MODULES: list[str] = [
     "mockgpu.commands.lab",
     "mockgpu.deviceplugin.command",
+    "mockgpu.sim.command",
 ]
 
 

@@ -1,0 +1,148 @@
+"""One scheduling cycle for one pod, as kube-scheduler's ``schedulePod`` + ``selectHost``.
+
+Filter every node (in upstream's round-robin order, up to ``numFeasibleNodesToFind``), score the
+feasible ones when more than one passed, pick the highest total with upstream's reservoir-sampling
+tie-break (``rng`` replaces Go's ``rand.Intn``, so one seed gives one answer), or, when none passed,
+run the preemption dry run and build the FailedScheduling message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mockgpu.sched.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    Code,
+    NormalizeScorePlugin,
+    PreScorePlugin,
+    Profile,
+    Status,
+    run_filters,
+)
+from mockgpu.sched.messages import fit_error
+from mockgpu.sched.preemption import preempt
+from mockgpu.sched.select import select_host
+from mockgpu.sched.snapshot import NodeInfo, pod_key
+
+ANNOTATION_FILTER = "mockgpu.io/filter-result"
+ANNOTATION_SCORE = "mockgpu.io/score-result"
+ANNOTATION_FINAL_SCORE = "mockgpu.io/finalscore-result"
+ANNOTATION_SELECTED = "mockgpu.io/selected-node"
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # upstream ErrNoNodesAvailable
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+class PluginScoreError(ValueError):
+    """A plugin returned a score outside 0..100 after normalization (upstream: an Error status)."""
+
+
+@dataclass
+class ScheduleResult:
+    """Everything one cycle decided, in the shapes the annotations and events need."""
+
+    pod: str
+    num_nodes: int
+    filter_results: dict[str, dict[str, str]] = field(default_factory=dict)  # node → plugin → "passed"|reason
+    statuses: dict[str, Status] = field(default_factory=dict)  # rejected node → its status
+    feasible: list[str] = field(default_factory=list)
+    raw_scores: dict[str, dict[str, int]] = field(default_factory=dict)  # node → plugin → score
+    normalized_scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    final_scores: dict[str, dict[str, int]] = field(default_factory=dict)  # normalized × weight
+    totals: dict[str, int] = field(default_factory=dict)
+    selected_node: str | None = None
+    message: str | None = None  # FailedScheduling message when unschedulable
+    nominated_node: str | None = None  # preemption: where the pod will go once victims are gone
+    victims: list[str] = field(default_factory=list)
+    next_start_index: int = 0
+
+    @property
+    def scheduled(self) -> bool:
+        return self.selected_node is not None
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None) -> int:
+    """Upstream's adaptive sample size: all nodes below 100, else a percentage (default 50 − n/125, ≥ 5)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - num_all_nodes // 125)
+    if pct >= 100:
+        return num_all_nodes
+    return max(MIN_FEASIBLE_NODES_TO_FIND, num_all_nodes * pct // 100)
+
+
+def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, res: ScheduleResult) -> None:
+    n = len(nodes)
+    want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score) if profile.scorers else 1
+    processed = 0
+    for i in range(n):
+        node = nodes[(start + i) % n]
+        processed += 1
+        status, results = run_filters(profile, pod, node)
+        res.filter_results[node.name] = results
+        if status.is_success:
+            res.feasible.append(node.name)
+            if len(res.feasible) >= want:
+                break
+        else:
+            res.statuses[node.name] = status
+    res.next_start_index = (start + processed) % n if n else 0
+
+
+def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleResult) -> None:
+    by_name = {n.name: n for n in nodes}
+    feasible = [by_name[name] for name in res.feasible]
+    for name in res.feasible:
+        res.raw_scores[name], res.normalized_scores[name], res.final_scores[name] = {}, {}, {}
+    for plugin, weight in profile.scorers:
+        if isinstance(plugin, PreScorePlugin) and plugin.pre_score(pod, feasible).code is Code.SKIP:
+            continue
+        raw = {n.name: plugin.score(pod, n) for n in feasible}
+        norm = plugin.normalize(pod, dict(raw)) if isinstance(plugin, NormalizeScorePlugin) else dict(raw)
+        for name in res.feasible:
+            if not MIN_NODE_SCORE <= norm[name] <= MAX_NODE_SCORE:
+                raise PluginScoreError(f"plugin {plugin.name!r} returns an invalid score {norm[name]}, "
+                                       f"it should in the range of [0, 100] after normalizing")
+            res.raw_scores[name][plugin.name] = raw[name]
+            res.normalized_scores[name][plugin.name] = norm[name]
+            res.final_scores[name][plugin.name] = norm[name] * weight
+    res.totals = {name: sum(res.final_scores[name].values()) for name in res.feasible}
+
+
+def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
+                 start_index: int = 0) -> ScheduleResult:
+    """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure apart from drawing from ``rng``."""
+    res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
+    if not nodes:
+        res.message = NO_NODES_AVAILABLE
+        return res
+    _filter(pod, nodes, profile, start_index % len(nodes), res)
+    if not res.feasible:
+        pre = preempt(pod, nodes, res.statuses, profile)
+        res.nominated_node, res.victims = pre.nominated_node, pre.victims
+        res.message = fit_error(len(nodes), res.statuses, post_filter_msg=pre.message)
+        return res
+    if len(res.feasible) == 1:
+        res.selected_node = res.feasible[0]
+        return res
+    _score(pod, nodes, profile, res)
+    res.selected_node = select_host([(name, res.totals[name]) for name in res.feasible], rng)
+    return res
+
+
+def annotations(res: ScheduleResult) -> dict[str, str]:
+    """The pod annotations (JSON, node → plugin → value as strings, like kube-scheduler-simulator)."""
+    def dump(table: Mapping[str, Mapping[str, object]]) -> str:
+        return json.dumps({n: {p: str(v) for p, v in row.items()} for n, row in table.items()}, sort_keys=True)
+
+    out = {ANNOTATION_FILTER: dump(res.filter_results), ANNOTATION_SCORE: dump(res.raw_scores),
+           ANNOTATION_FINAL_SCORE: dump(res.final_scores)}
+    if res.selected_node:
+        out[ANNOTATION_SELECTED] = res.selected_node
+    return out

@@ -1,0 +1,143 @@
+"""The scheduling framework's vocabulary: status codes, plugin protocols, profiles.
+
+Mirrors kube-scheduler's framework (``pkg/scheduler/framework/interface.go``) for the extension points this
+model runs: Filter, PreScore (only to let a plugin Skip), Score and NormalizeScore. Plugins are plain
+objects built from their (defaulted, validated) args; they do no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Protocol, runtime_checkable
+
+from mockgpu.sched.snapshot import NodeInfo
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(IntEnum):
+    """Upstream ``framework.Code`` values (same order and numbers)."""
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True)
+class Status:
+    """A plugin's verdict; ``reasons`` are the strings counted in the FailedScheduling histogram."""
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @classmethod
+    def success(cls) -> Status:
+        return cls()
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, resolvable: bool = True) -> Status:
+        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return cls(code, tuple(reasons))
+
+    @property
+    def is_success(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @property
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        return Status(self.code, self.reasons, plugin)
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    """Decides whether the pod may run on one node."""
+
+    name: str
+
+    def filter(self, pod: Mapping, node: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    """Ranks a feasible node 0..100 (after ``normalize`` when the plugin has one)."""
+
+    name: str
+
+    def score(self, pod: Mapping, node: NodeInfo) -> int: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    """Optional: return ``Code.SKIP`` to leave this pod unscored by the plugin."""
+
+    def pre_score(self, pod: Mapping, nodes: list[NodeInfo]) -> Status: ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Protocol):
+    """Optional: rescale the raw scores of all feasible nodes (``node name → score``) to 0..100."""
+
+    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]: ...
+
+
+def default_normalize(scores: Mapping[str, int], *, reverse: bool = False,
+                      max_priority: int = MAX_NODE_SCORE) -> dict[str, int]:
+    """Upstream ``helper.DefaultNormalizeScore``: scale so the highest becomes 100 (or 0 if reversed)."""
+    top = max(scores.values(), default=0)
+    if top == 0:
+        return {n: (max_priority if reverse else s) for n, s in scores.items()}
+    out = {}
+    for n, s in scores.items():
+        v = max_priority * s // top
+        out[n] = max_priority - v if reverse else v
+    return out
+
+
+@dataclass
+class Profile:
+    """One scheduler profile: the filters in order and the score plugins with their weights."""
+
+    scheduler_name: str
+    filters: list[FilterPlugin] = field(default_factory=list)
+    scorers: list[tuple[ScorePlugin, int]] = field(default_factory=list)
+    percentage_of_nodes_to_score: int | None = None
+
+    def filter_names(self) -> list[str]:
+        return [p.name for p in self.filters]
+
+    def score_weights(self) -> dict[str, int]:
+        return {p.name: w for p, w in self.scorers}
+
+
+PASSED = "passed"
+
+
+def run_filters(profile: Profile, pod: Mapping, node: NodeInfo) -> tuple[Status, dict[str, str]]:
+    """Run the profile's filters in order, stopping at the first rejection (as upstream).
+
+    Returns the node's status (tagged with the rejecting plugin) and ``plugin → "passed" | reason`` for
+    the plugins that ran, the shape of the ``mockgpu.io/filter-result`` annotation.
+    """
+    results: dict[str, str] = {}
+    for plugin in profile.filters:
+        status = plugin.filter(pod, node)
+        if status.is_success:
+            results[plugin.name] = PASSED
+            continue
+        results[plugin.name] = status.message
+        return status.with_plugin(plugin.name), results
+    return Status.success(), results

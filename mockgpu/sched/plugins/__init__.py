@@ -1,0 +1,1 @@
+"""One module per in-tree plugin modelled here; ``registry.PLUGINS`` maps upstream names to factories."""

@@ -1,0 +1,54 @@
+"""NodeAffinity: ``spec.nodeSelector`` and required node affinity must match (Filter); matching preferred
+terms add their weights (Score), normalized so the best node gets 100.
+
+Simplified: the plugin's ``addedAffinity`` args are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mockgpu.sched.framework import Status, default_normalize
+from mockgpu.sched.nodeselector import selector_matches, term_matches
+from mockgpu.sched.snapshot import NodeInfo
+
+NAME = "NodeAffinity"
+ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
+
+
+def _node_affinity(pod: Mapping) -> Mapping:
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def required_matches(pod: Mapping, node: NodeInfo) -> bool:
+    labels = node.labels
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return True
+    return selector_matches(required.get("nodeSelectorTerms") or [], labels, node.name)
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, args: object = None) -> None:
+        pass
+
+    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+        if required_matches(pod, node):
+            return Status.success()
+        return Status.unschedulable(ERR_REASON, resolvable=False)
+
+    def score(self, pod: Mapping, node: NodeInfo) -> int:
+        total = 0
+        for pref in _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+            weight = int(pref.get("weight") or 0)
+            if weight and term_matches(pref.get("preference") or {}, node.labels, node.name):
+                total += weight
+        return total
+
+    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]:
+        return default_normalize(scores)

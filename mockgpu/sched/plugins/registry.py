@@ -1,0 +1,60 @@
+"""Upstream plugin names → plugin classes, and the default profile's plugin lists and weights.
+
+Defaults as kube-scheduler's v1 ``getDefaultPlugins`` (MultiPoint): filter order NodeUnschedulable,
+NodeName, TaintToleration, NodeAffinity, …, NodeResourcesFit; score weights TaintToleration 3,
+NodeAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1. Default plugins not modelled here
+(they never reject or rank the pods mockgpu makes: NodePorts, volume plugins, PodTopologySpread,
+InterPodAffinity, ImageLocality, DynamicResources) are accepted in configs by name and ignored.
+"""
+
+from __future__ import annotations
+
+from mockgpu.sched.plugins import (
+    balanced_allocation,
+    node_affinity,
+    node_name,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+)
+
+PLUGINS: dict[str, type] = {
+    node_unschedulable.NAME: node_unschedulable.NodeUnschedulable,
+    node_name.NAME: node_name.NodeName,
+    taint_toleration.NAME: taint_toleration.TaintToleration,
+    node_affinity.NAME: node_affinity.NodeAffinity,
+    node_resources_fit.NAME: node_resources_fit.NodeResourcesFit,
+    balanced_allocation.NAME: balanced_allocation.NodeResourcesBalancedAllocation,
+}
+
+FILTERS = (node_unschedulable.NAME, node_name.NAME, taint_toleration.NAME, node_affinity.NAME,
+           node_resources_fit.NAME)
+SCORERS = (taint_toleration.NAME, node_affinity.NAME, node_resources_fit.NAME, balanced_allocation.NAME)
+
+# The default MultiPoint list of kube-scheduler v1.35 with its score weights (None: no Score extension).
+DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+# Names upstream knows that are accepted in a config but have no effect in this model.
+KNOWN_UNMODELLED = frozenset(name for name, _ in DEFAULT_MULTIPOINT if name not in PLUGINS) | {
+    "DynamicResources", "SchedulingGates",
+}
+KNOWN_PLUGINS = frozenset(PLUGINS) | KNOWN_UNMODELLED

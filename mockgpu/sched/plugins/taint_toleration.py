@@ -1,0 +1,43 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated (Filter); fewer untolerated
+PreferNoSchedule taints score higher (Score counts them, NormalizeScore reverses)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mockgpu.sched.framework import Status, default_normalize
+from mockgpu.sched.snapshot import NodeInfo
+from mockgpu.sched.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, first_untolerated, pod_tolerations
+
+NAME = "TaintToleration"
+
+
+def untolerated_reason(taint: Mapping) -> str:
+    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}"
+
+
+class TaintToleration:
+    name = NAME
+
+    def __init__(self, args: object = None) -> None:
+        pass
+
+    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+        taint = first_untolerated(node.taints, pod_tolerations(pod), (NO_SCHEDULE, NO_EXECUTE))
+        if taint is None:
+            return Status.success()
+        return Status.unschedulable(untolerated_reason(taint), resolvable=False)
+
+    def score(self, pod: Mapping, node: NodeInfo) -> int:
+        """Count PreferNoSchedule taints not tolerated by tolerations with effect PreferNoSchedule or empty."""
+        tols = [t for t in pod_tolerations(pod) if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
+        count = 0
+        for taint in node.taints:
+            if taint.get("effect") != PREFER_NO_SCHEDULE:
+                continue
+            if first_untolerated([taint], tols, (PREFER_NO_SCHEDULE,)) is not None:
+                count += 1
+        return count
+
+    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]:
+        return default_normalize(scores, reverse=True)

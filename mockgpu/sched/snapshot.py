@@ -1,0 +1,176 @@
+"""Node and pod snapshots the plugins read: what a node offers and what its pods request.
+
+Pod requests follow upstream's ``PodRequests`` (k8s.io/component-helpers/resource): the sum of the app
+containers plus restartable init containers (sidecars), maxed per resource against every init container's
+need (its own request plus the sidecars declared before it), pod-level ``spec.resources.requests``
+replacing the container aggregate for cpu/memory/hugepages, then ``spec.overhead`` added. Units are
+integers: cpu in millicores (``MilliValue``), everything else ``Value()`` (bytes, counts).
+
+Simplified: in-place resize status (``status.containerStatuses[].allocatedResources``) is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from mockgpu.quantity import int_value, milli_value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest (200Mi)
+_NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
+def resource_value(name: str, quantity: str | int | float) -> int:
+    """A quantity in the scheduler's integer unit for that resource (millicores for cpu)."""
+    return milli_value(quantity) if name == CPU else int_value(quantity)
+
+
+def resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
+    """``{name: quantity}`` from the API → ``{name: int}``; keys are kept even when the value is 0."""
+    return {str(k): resource_value(str(k), v) for k, v in (raw or {}).items()}  # type: ignore[arg-type]
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """A name with a domain that is not kubernetes.io (``nvidia.com/gpu``) and no ``requests.`` prefix."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Upstream's ``IsScalarResourceName``: extended, hugepages-*, prefixed native, attachable volumes."""
+    return (is_extended_resource_name(name) or "kubernetes.io/" in name
+            or name.startswith(("hugepages-", "attachable-volumes-")))
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
+
+
+def _container_requests(container: Mapping, non_zero: bool) -> dict[str, int]:
+    reqs = resource_list((container.get("resources") or {}).get("requests"))
+    if non_zero:
+        for name, default in _NON_ZERO_DEFAULTS.items():
+            reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
+    return reqs
+
+
+def pod_requests(pod: Mapping, *, non_zero: bool = False) -> dict[str, int]:
+    """The pod's effective request per resource, as upstream ``PodRequests``.
+
+    ``non_zero=True`` is the scoring variant (``NonMissingContainerRequests``): every container that does
+    not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default.
+    """
+    spec = pod.get("spec") or {}
+    reqs: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        _add(reqs, _container_requests(c, non_zero))
+    sidecars: dict[str, int] = {}
+    init_need: dict[str, int] = {}
+    for c in spec.get("initContainers") or []:
+        creq = _container_requests(c, non_zero)
+        if c.get("restartPolicy") == "Always":
+            _add(reqs, creq)
+            _add(sidecars, creq)
+            need = dict(sidecars)
+        else:
+            need = dict(creq)
+            _add(need, sidecars)
+        _max(init_need, need)
+    _max(reqs, init_need)
+    pod_level = resource_list((spec.get("resources") or {}).get("requests"))
+    for name, value in pod_level.items():
+        if name in (CPU, MEMORY) or name.startswith("hugepages-"):
+            reqs[name] = value
+    _add(reqs, resource_list(spec.get("overhead")))
+    return reqs
+
+
+def pod_key(pod: Mapping) -> str:
+    """``namespace/name`` (namespace defaults to ``default``)."""
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+def pod_priority(pod: Mapping) -> int:
+    """``spec.priority`` (set by admission from the PriorityClass); 0 when absent."""
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+@dataclass
+class NodeInfo:
+    """One node and the pods assigned (or assumed) to it, as the scheduler's cache holds it.
+
+    ``requested`` sums real requests (Filter, BalancedAllocation); ``non_zero_requested`` holds cpu and
+    memory with the per-container defaults (NodeResourcesFit scoring). Build with ``from_node``; place a
+    pod with ``add_pod`` (mutates) or ``with_pod`` (copy), e.g. for sequential placement in a simulation.
+    """
+
+    node: dict
+    allocatable: dict[str, int]
+    pods: list[dict] = field(default_factory=list)
+    requested: dict[str, int] = field(default_factory=dict)
+    non_zero_requested: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_node(cls, node: Mapping, pods: Iterable[Mapping] = ()) -> NodeInfo:
+        status = node.get("status") or {}
+        info = cls(node=dict(node), allocatable=resource_list(status.get("allocatable")))
+        for p in pods:
+            info.add_pod(p)
+        return info
+
+    @property
+    def name(self) -> str:
+        return (self.node.get("metadata") or {}).get("name", "")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict((self.node.get("metadata") or {}).get("labels") or {})
+
+    @property
+    def taints(self) -> list[dict]:
+        return list((self.node.get("spec") or {}).get("taints") or [])
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool((self.node.get("spec") or {}).get("unschedulable"))
+
+    @property
+    def pod_count(self) -> int:
+        return len(self.pods)
+
+    def add_pod(self, pod: Mapping) -> None:
+        self.pods.append(dict(pod))
+        _add(self.requested, pod_requests(pod))
+        nz = pod_requests(pod, non_zero=True)
+        _add(self.non_zero_requested, {k: nz.get(k, 0) for k in (CPU, MEMORY)})
+
+    def remove_pod(self, key: str) -> None:
+        """Drop the pod ``namespace/name`` and recompute the sums (used by the preemption dry run)."""
+        remaining = [p for p in self.pods if pod_key(p) != key]
+        self.pods, self.requested, self.non_zero_requested = [], {}, {}
+        for p in remaining:
+            self.add_pod(p)
+
+    def with_pod(self, pod: Mapping) -> NodeInfo:
+        clone = self.clone()
+        clone.add_pod(pod)
+        return clone
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(node=self.node, allocatable=dict(self.allocatable), pods=list(self.pods),
+                        requested=dict(self.requested), non_zero_requested=dict(self.non_zero_requested))
