@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
+from typing import Any
+
+from mockgpu.control.apiserver.status import FieldError, field_invalid, field_required, field_too_long
 
 #: upstream's ``utilrand`` alphabet: no vowels (no accidental words) and no confusable 0/1/3.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -127,3 +131,75 @@ def label_value(value: str) -> list[str]:
     if not _LABEL_VALUE_RE.match(value):
         errs.append(_LABEL_VALUE_MSG)
     return errs
+
+
+_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def configmap_key(key: str) -> list[str]:
+    """upstream ``IsConfigMapKey``."""
+    errs = []
+    if len(key) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(_max_len(DNS1123_SUBDOMAIN_MAX))
+    if not _CONFIG_KEY_RE.match(key):
+        errs.append("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
+                    "or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
+    if key in (".", ".."):
+        errs.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+NameFn = Callable[[str, bool], list[str]]
+
+
+def validate_object_meta(meta: dict[str, Any], namespaced: bool, name_fn: NameFn) -> list[FieldError]:
+    errs: list[FieldError] = []
+    name, gen = meta.get("name") or "", meta.get("generateName") or ""
+    if gen:
+        errs += [field_invalid("metadata.generateName", gen, m) for m in name_fn(gen, True)]
+    if not name:
+        errs.append(field_required("metadata.name", "name or generateName is required"))
+    else:
+        errs += [field_invalid("metadata.name", name, m) for m in name_fn(name, False)]
+    ns = meta.get("namespace") or ""
+    if namespaced:
+        if not ns:
+            errs.append(field_required("metadata.namespace"))
+        else:
+            errs += [field_invalid("metadata.namespace", ns, m) for m in dns1123_label(ns)]
+    errs += validate_labels(meta.get("labels") or {}, "metadata.labels")
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        errs += [field_invalid("metadata.annotations", key, m) for m in qualified_name(key.lower())]
+    if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(field_too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT))
+    for i, ref in enumerate(meta.get("ownerReferences") or []):
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not (ref or {}).get(key):
+                detail = {"apiVersion": "version must not be empty", "kind": "must not be empty",
+                          "name": "must not be empty", "uid": "uid must not be empty"}[key]
+                errs.append(field_invalid(f"metadata.ownerReferences[{i}].{key}" if key != "uid" else
+                                          f"metadata.ownerReferences[{i}].uid", (ref or {}).get(key, ""), detail))
+    return errs
+
+
+def validate_labels(labels: dict[str, str], path: str) -> list[FieldError]:
+    """upstream ``ValidateLabels``: each key a qualified name, each value a label value."""
+    errs: list[FieldError] = []
+    for key, value in labels.items():
+        errs += [field_invalid(path, key, m) for m in qualified_name(key)]
+        errs += [field_invalid(path, value, m) for m in label_value(value)]
+    return errs
+
+
+def validate_meta_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        if old.get(key) and new.get(key) and new.get(key) != old.get(key):
+            errs.append(field_invalid(f"metadata.{key}", new.get(key), "field is immutable"))
+    return errs
+
+

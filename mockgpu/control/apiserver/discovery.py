@@ -1,0 +1,171 @@
+"""API discovery documents: ``/version``, ``/api``, ``/api/v1``, ``/apis`` and the resource catalogue.
+
+kubectl and the Python client find resources through these documents, so their shape follows
+kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
+the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
+embedded server; ``/apis`` therefore lists no groups unless the server passes some in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The Kubernetes minor whose behaviour (validation texts, printers, defaults) the server models; equal to
+#: the kubectl shipped on the dev machine (1.32) so kubectl 1.31-1.33 run inside the supported version skew.
+KUBE_MAJOR, KUBE_MINOR = "1", "32"
+GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-mockgpu"
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+_ALL = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+_NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
+_STATUS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True)
+class Subresource:
+    """``pods/status`` style entry: its kind and verbs, and the group/version of a foreign kind."""
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    """One served resource: what discovery advertises and what the server needs to route it."""
+
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    verbs: tuple[str, ...] = _ALL
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[Subresource, ...] = field(default_factory=tuple)
+    group: str = ""
+    version: str = "v1"
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+RESOURCES: dict[str, ResourceInfo] = {
+    "pods": ResourceInfo("pods", "pod", "Pod", True, _ALL, ("po",), ("all",), (
+        Subresource("binding", "Binding", ("create",)),
+        Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
+        Subresource("log", "Pod", ("get",)),
+        Subresource("status", "Pod", _STATUS),
+    )),
+    "nodes": ResourceInfo("nodes", "node", "Node", False, _ALL, ("no",), (), (
+        Subresource("status", "Node", _STATUS),
+    )),
+    "namespaces": ResourceInfo("namespaces", "namespace", "Namespace", False, _NO_COLLECTION, ("ns",), (), (
+        Subresource("status", "Namespace", _STATUS),
+    )),
+    "events": ResourceInfo("events", "event", "Event", True, _ALL, ("ev",)),
+    "configmaps": ResourceInfo("configmaps", "configmap", "ConfigMap", True, _ALL, ("cm",)),
+    "serviceaccounts": ResourceInfo("serviceaccounts", "serviceaccount", "ServiceAccount", True, _ALL, ("sa",)),
+    "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
+}
+
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items() if plural != "bindings"}
+
+
+def version_info(platform: str = "linux/amd64") -> dict[str, str]:
+    """``GET /version`` (``version.Info``)."""
+    return {"major": KUBE_MAJOR, "minor": KUBE_MINOR, "gitVersion": GIT_VERSION,
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc", "platform": platform}
+
+
+def api_versions(server_address: str = "127.0.0.1:0") -> dict[str, Any]:
+    """``GET /api`` (``APIVersions``)."""
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+
+
+def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
+                            "kind": info.kind, "verbs": list(info.verbs)}
+    if info.short_names:
+        main["shortNames"] = list(info.short_names)
+    if info.categories:
+        main["categories"] = list(info.categories)
+    out = [main]
+    for sub in info.subresources:
+        entry: dict[str, Any] = {"name": f"{info.plural}/{sub.name}", "singularName": "",
+                                 "namespaced": info.namespaced, "kind": sub.kind, "verbs": list(sub.verbs)}
+        if sub.group:
+            entry["group"], entry["version"] = sub.group, sub.version
+        out.append(entry)
+    return out
+
+
+def api_resource_list_v1() -> dict[str, Any]:
+    """``GET /api/v1`` (``APIResourceList``), resources sorted by name like upstream."""
+    resources = [e for info in RESOURCES.values() for e in _entries(info)]
+    return {"kind": "APIResourceList", "groupVersion": "v1", "resources": sorted(resources, key=lambda e: e["name"])}
+
+
+def api_group_list(groups: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """``GET /apis`` (``APIGroupList``); the embedded server serves no named groups by default."""
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
+
+
+def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": info.plural, "responseKind": {"group": "", "version": info.version, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster", "singularResource": info.singular,
+        "verbs": list(info.verbs)}
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    subs = [{"subresource": s.name, "responseKind": {"group": s.group, "version": s.version or "v1", "kind": s.kind},
+             "verbs": list(s.verbs)} for s in info.subresources]
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated_core_discovery() -> dict[str, Any]:
+    """``GET /api`` with the aggregated-discovery Accept header (served as ``AGGREGATED_CONTENT_TYPE``)."""
+    resources = [_aggregated_resource(RESOURCES[name]) for name in sorted(RESOURCES)]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": [{"metadata": {"creationTimestamp": None},
+                       "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]}]}
+
+
+def aggregated_group_discovery() -> dict[str, Any]:
+    """``GET /apis`` with the aggregated-discovery Accept header: no named groups."""
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []}
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether an Accept header asks for aggregated discovery v2 before plain JSON (kubectl ≥ 1.30 does)."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if {"g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"} <= params:
+            return True
+        if part.split(";")[0].strip() in ("application/json", "*/*"):
+            return False
+    return False
+
+
+def resource_for(name: str) -> ResourceInfo | None:
+    """A resource by plural, singular, kind or short name (as kubectl users type them)."""
+    lowered = name.lower()
+    for info in RESOURCES.values():
+        if lowered in (info.plural, info.singular, info.kind.lower()) or lowered in info.short_names:
+            return info
+    return None
