@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockgpu.control.apiserver import names
+from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
 from mockgpu.control.apiserver.status import StatusError, bad_request
 
 _SPECIAL = "!=(),><"
@@ -310,9 +311,10 @@ def _split_term(text: str, term: str) -> tuple[str, str, str]:
 
 
 def parse_field_selector(text: str | None, resource: str) -> FieldSelector:
-    """``fieldSelector`` query parameter for ``resource`` (plural) → selector, or a 400 StatusError."""
+    """``fieldSelector`` query parameter for ``resource`` (plural, or its kind) → selector, or a 400 StatusError."""
     if not text or not text.strip():
         return FieldSelector()
+    resource = KIND_TO_PLURAL.get(resource, resource)
     supported = FIELD_LABELS.get(resource, _META)
     reqs = []
     try:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+
 _NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some "
              "resources may allow a client to request the generation of an appropriate name automatically. Name is "
              "primarily intended for creation idempotence and configuration definition. Cannot be updated. More "
@@ -306,8 +308,9 @@ def _embedded(obj: dict[str, Any], include_object: str) -> dict[str, Any] | None
 
 def to_table(resource: str, objects: list[dict[str, Any]], *, include_object: str = "Metadata",
              now: datetime | None = None, resource_version: str = "", continue_token: str = "") -> dict[str, Any]:
-    """The Table for ``objects`` of ``resource`` (plural); ``include_object`` is None, Metadata or Object."""
+    """The Table for ``objects`` of ``resource`` (plural or kind); ``include_object``: None, Metadata, Object."""
     now = now or datetime.now(UTC)
+    resource = KIND_TO_PLURAL.get(resource, resource)
     columns, row_fn = PRINTERS.get(resource, (DEFAULT_COLUMNS, _default_row))
     rows = []
     for obj in objects:
