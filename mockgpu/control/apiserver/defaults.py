@@ -29,8 +29,8 @@ def image_pull_policy(image: str) -> str:
 def _default_container(c: dict[str, Any]) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
-    if isinstance(c.get("image"), str) and c["image"]:
-        c.setdefault("imagePullPolicy", image_pull_policy(c["image"]))
+    image = c.get("image")
+    c.setdefault("imagePullPolicy", image_pull_policy(image) if isinstance(image, str) and image else "IfNotPresent")
     resources = c.setdefault("resources", {})
     if isinstance(resources, dict):
         limits = resources.get("limits")

@@ -292,10 +292,10 @@ def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldE
     if new_ads is None and old_ads is not None or (old_ads is not None and new_ads is not None and new_ads > old_ads):
         errs.append(field_invalid("spec.activeDeadlineSeconds", new_ads,
                                   "must be less than or equal to previous value"))
-    a["activeDeadlineSeconds"] = b.get("activeDeadlineSeconds")
+    _copy_key(a, b, "activeDeadlineSeconds")
     old_tol, new_tol = b.get("tolerations") or [], a.get("tolerations") or []
     if all(t in new_tol for t in old_tol):
-        a["tolerations"] = old_tol
+        _copy_key(a, b, "tolerations")
     for c in (a.get("containers") or []) + (a.get("initContainers") or []):
         if isinstance(c, dict) and not c.get("image"):
             return errs
@@ -356,6 +356,13 @@ def _resource_value(rname: str, raw: Any, path: str) -> list[FieldError]:
     if is_extended(rname) and milli_value(raw) % 1000 != 0:
         errs.append(field_invalid(path, canonical(raw), "must be an integer"))
     return errs
+
+
+def _copy_key(dst: dict[str, Any], src: dict[str, Any], key: str) -> None:
+    if key in src:
+        dst[key] = src[key]
+    else:
+        dst.pop(key, None)
 
 
 def validate_node(node: dict[str, Any]) -> list[FieldError]:
