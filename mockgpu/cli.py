@@ -13,6 +13,7 @@ from mockgpu.errors import MockgpuError
 # Modules that provide `add_parser(subparsers)`; each sets `func` on its parser.
 COMMAND_MODULES: list[str] = [
     "mockgpu.commands.lab",
+    "mockgpu.commands.cluster",
 ]
 
 
