@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import discovery, openapi
+from mockgpu.control.apiserver import discovery, openapi, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -91,6 +91,8 @@ def wants_table(accept: str) -> str | None:
 def decode_body(raw: bytes, content_type: str) -> Any:
     """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats."""
     ctype = content_type.split(";")[0].strip().lower() or _JSON
+    if ctype == protobuf.CONTENT_TYPE:
+        return protobuf.decode(raw)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:
             return yaml.safe_load(raw.decode("utf-8"))
