@@ -78,13 +78,14 @@ class EmbeddedCluster:
 
     def __init__(self, spec: str | Path | ClusterSpec | None = None, *, name: str | None = None,
                  home: str | Path | None = None, kubeconfig: str | Path | None = None, in_process: bool = True,
-                 delete_on_exit: bool = False, bookmark_interval: float = 5.0) -> None:
+                 delete_on_exit: bool = False, bookmark_interval: float = 5.0, history: int = 10000) -> None:
         self.spec = resolve_spec(spec)
         self.name = name or self.spec.name
         self.state = ClusterState.of(self.name, home)
         self.in_process = in_process
         self.delete_on_exit = delete_on_exit
         self.bookmark_interval = bookmark_interval
+        self.history = history  # watch events kept for resuming (older versions get 410 Gone)
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.server: APIServer | None = None
         self.config: dict[str, Any] = {}
@@ -102,7 +103,8 @@ class EmbeddedCluster:
         self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig)
         try:
             if self.in_process:
-                self.server = daemon.make_server(self.state, mode="thread", bookmark_interval=self.bookmark_interval)
+                self.server = daemon.make_server(self.state, mode="thread", bookmark_interval=self.bookmark_interval,
+                                                 history=self.history)
                 self.server.start_background()
                 port = self.server.port
             else:

@@ -40,10 +40,12 @@ def node_seed(state: ClusterState):  # noqa: ANN201 - a Seed
     return seed
 
 
-def make_server(state: ClusterState, *, mode: str, bookmark_interval: float = 5.0) -> APIServer:
+def make_server(state: ClusterState, *, mode: str, bookmark_interval: float = 5.0,
+                history: int = 10000) -> APIServer:
     config = state.read_config()
     return APIServer(state.dir, config["token"], port=int(config.get("port") or 0), seed=node_seed(state),
-                     bookmark_interval=bookmark_interval, mode=mode, tls=(state.cert_file, state.key_file))
+                     bookmark_interval=bookmark_interval, history=history, mode=mode,
+                     tls=(state.cert_file, state.key_file))
 
 
 def run_daemon(state_dir: Path) -> int:
