@@ -159,6 +159,17 @@ def test_fractional_gpu_is_refused_with_upstream_message(kubectl):
 
 # ---- newest kubectl only ----------------------------------------------------------------------------------
 
+def test_unknown_field_is_refused_by_server_side_strict_validation(newest):
+    manifest = gpu_pod("typo", "1").replace("    image:", "    imagee: x\n    image:")
+    r = newest("create", "-f", "-", stdin=manifest)
+    assert r.returncode == 1
+    assert ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+            'unknown field "spec.containers[0].imagee"') in r.stderr
+    r = newest("create", "--validate=false", "-f", "-", stdin=manifest.replace("typo", "typo-lax"))
+    assert r.returncode == 0, r.stderr
+    newest.ok("delete", "pod", "typo-lax", "--grace-period=0", "--force")
+
+
 def test_create_and_get_pods_wide(newest, core, request):
     request.addfinalizer(lambda: _cleanup(core, "wide-pod"))
     assert newest.ok("create", "-f", "-", stdin=gpu_pod("wide-pod", "2")).strip() == "pod/wide-pod created"

@@ -199,8 +199,8 @@ def test_strict_mode_names_unknown_fields():
     p["spec"]["containers"][0]["imagee"] = "x"
     err = error_of("Pod", p, strict=True)
     assert err.code == 400
-    assert err.status["message"] == ('strict decoding error: unknown field "spec.containers[0].imagee", '
-                                     'unknown field "spec.foo"')
+    assert err.status["message"] == ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                                     'unknown field "spec.containers[0].imagee", unknown field "spec.foo"')
     # without strict the unknown fields are accepted (upstream drops them; the store may keep or drop them)
     default_and_validate("Pod", p, namespace="default")
 

@@ -50,7 +50,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     if strict:
         unknown = openapi.unknown_fields(kind, obj)
         if unknown:
-            raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
+            raise _decode_error(kind, "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
     check_decode(kind, obj)
     obj = copy.deepcopy(obj)
     obj["apiVersion"], obj["kind"] = "v1", kind
