@@ -93,13 +93,17 @@ def spawn(state: ClusterState) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, left unreaped by a container's init, counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _answers(state: ClusterState, port: int, token: str) -> bool:
@@ -170,7 +174,7 @@ def stop(state: ClusterState, timeout: float = 10.0) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not lock_held(state.dir):
+            if not _alive(pid) or (sig == signal.SIGKILL and not lock_held(state.dir)):
                 return
             time.sleep(0.02)
     raise MockgpuError(f"could not stop the control plane of '{state.name}' (pid {pid})")
