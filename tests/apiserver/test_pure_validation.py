@@ -173,11 +173,16 @@ def test_generate_name_alone_is_enough_and_too_long_name_is_refused():
 
 DECODE_CASES = [
     ("wrong-apiversion", lambda p: p.update(apiVersion="apps/v1"),
-     "the API version in the data (apps/v1) does not match the expected API version (v1)"),
+     'Pod in version "v1" cannot be handled as a Pod: no kind "Pod" is registered for version "apps/v1" in scheme '
+     '"pkg/api/legacyscheme/scheme.go:30"'),
+    ("unknown-kind", lambda p: p.update(kind="Widget"),
+     'Widget in version "v1" cannot be handled as a Pod: no kind "Widget" is registered for version "v1" in scheme '
+     '"pkg/api/legacyscheme/scheme.go:30"'),
     ("bad-quantity", lambda p: p["spec"]["containers"][0].update(resources={"limits": {"nvidia.com/gpu": "two"}}),
      "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression "
      "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
-    ("wrong-kind", lambda p: p.update(kind="Node"), None),
+    ("wrong-kind", lambda p: p.update(kind="Node"),
+     'Node in version "v1" cannot be handled as a Pod: converting (v1.Node) to (core.Pod): unknown conversion'),
     ("namespace-mismatch", lambda p: p["metadata"].update(namespace="other"),
      "the namespace of the provided object does not match the namespace sent on the request"),
 ]
