@@ -274,3 +274,69 @@ def test_delete_then_not_found(newest, core):
     r = newest("get", "pod", "doomed")
     assert r.returncode == 1 and 'pods "doomed" not found' in r.stderr
 
+
+
+def test_apply_multi_document_namespace_configmap_pod(newest):
+    manifest = """apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team-a}
+data: {batch: "32", model: resnet50}
+---
+""" + gpu_pod("trainer", '"2"').replace("  labels:", "  namespace: team-a\n  labels:")
+    out = newest.ok("apply", "-f", "-", stdin=manifest)
+    assert out.split("\n")[:3] == ["namespace/team-a created", "configmap/settings created", "pod/trainer created"]
+    lines = newest.ok("get", "configmaps", "-n", "team-a").strip().splitlines()
+    assert lines[0].split() == ["NAME", "DATA", "AGE"] and lines[1].split()[:2] == ["settings", "2"]
+    assert newest.ok("get", "pod", "trainer", "-n", "team-a", "-o",
+                     r"jsonpath={.spec.containers[0].resources.requests.nvidia\.com/gpu}") == "2"
+    newest.ok("delete", "namespace", "team-a", "--wait=false")
+
+
+PATCH_CASES = [
+    ("strategic", ["--type", "strategic", "-p", '{"metadata":{"labels":{"tier":"gpu"}}}'],
+     "{.metadata.labels.tier}", "gpu"),
+    ("merge", ["--type", "merge", "-p", '{"spec":{"activeDeadlineSeconds":600}}'], "{.spec.activeDeadlineSeconds}",
+     "600"),
+    ("json", ["--type", "json", "-p", '[{"op":"replace","path":"/spec/containers/0/image","value":"busybox:1.37"}]'],
+     "{.spec.containers[0].image}", "busybox:1.37"),
+]
+
+
+@pytest.mark.parametrize(("args", "jsonpath", "want"), [c[1:] for c in PATCH_CASES], ids=[c[0] for c in PATCH_CASES])
+def test_kubectl_patch_types(newest, core, request, args, jsonpath, want):
+    name = "patched-" + request.node.callspec.id.split("-")[0]
+    request.addfinalizer(lambda: _cleanup(core, name))
+    newest.ok("create", "-f", "-", stdin=gpu_pod(name, "1"))
+    assert newest.ok("patch", "pod", name, *args).strip() == f"pod/{name} patched"
+    assert newest.ok("get", "pod", name, "-o", f"jsonpath={jsonpath}") == want
+
+
+def test_patch_that_changes_immutable_spec_is_refused(newest, core, request):
+    request.addfinalizer(lambda: _cleanup(core, "frozen"))
+    newest.ok("create", "-f", "-", stdin=gpu_pod("frozen", "1"))
+    r = newest("patch", "pod", "frozen", "--type", "merge", "-p", '{"spec":{"schedulerName":"other"}}')
+    assert r.returncode == 1
+    assert 'The Pod "frozen" is invalid: spec: Forbidden: pod updates may not change fields other than' in r.stderr
+    r = newest("patch", "pod", "frozen", "--type", "json", "-p", '[{"op":"test","path":"/metadata/name","value":"x"}]')
+    assert r.returncode == 1
+    assert r.stderr.strip() == "The request is invalid: the server rejected our request due to an error in our request"
+
+
+def test_label_and_cordon_show_in_get(newest):
+    newest.ok("label", "node", "gpu-3", "accelerator=example-gpu-x100")
+    try:
+        out = newest.ok("get", "nodes", "-l", "accelerator in (example-gpu-x100)", "-o", "name")
+        assert out.split() == ["node/gpu-3"]
+        assert newest.ok("cordon", "gpu-3").strip() == "node/gpu-3 cordoned"
+        row = next(line.split() for line in newest.ok("get", "nodes").splitlines() if line.startswith("gpu-3 "))
+        assert row[1] == "Ready,SchedulingDisabled"
+        assert newest.ok("get", "nodes", "--field-selector", "spec.unschedulable=true", "-o", "name").split() == [
+            "node/gpu-3"]
+    finally:
+        newest.ok("uncordon", "gpu-3")
+        newest.ok("label", "node", "gpu-3", "accelerator-")
+    assert "accelerator" not in newest.ok("get", "node", "gpu-3", "-o", "jsonpath={.metadata.labels}")

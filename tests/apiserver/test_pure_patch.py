@@ -88,6 +88,7 @@ def test_json_patch_errors_are_status_errors(ops, code):
     assert info.value.code == code
     if code == 422:
         assert info.value.status["message"] == "the server rejected our request due to an error in our request"
+        assert "details" not in info.value.status and info.value.detail
 
 
 def names(containers):

@@ -68,10 +68,15 @@ def _decode(body: bytes | str | dict | list) -> Any:
 
 
 def invalid_patch(detail: str) -> StatusError:
-    """422 as kube-apiserver answers a JSON patch that does not apply."""
+    """422 as kube-apiserver answers a JSON patch that does not apply.
+
+    Upstream wraps the patch library's error with ``NewGenericServerResponse``, which drops it: clients
+    only see the generic message. ``detail`` is kept on the exception (``.detail``) for logs and tests.
+    """
     err = bad_request(_INVALID_MSG)
-    err.status.update(code=422, reason="Invalid", details={"causes": [{"message": detail}]})
+    err.status.update(code=422, reason="Invalid")
     err.code = 422
+    err.detail = detail  # type: ignore[attr-defined]
     return err
 
 

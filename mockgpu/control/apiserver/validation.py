@@ -183,8 +183,8 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
 
 def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     """Every field error of ``obj`` (after defaulting), in upstream's order."""
-    name_fn = {"Namespace": names.name_is_dns_label, "Event": names.path_segment_name,
-               "Binding": names.path_segment_name}.get(kind, names.name_is_dns_subdomain)
+    name_fn = {"Namespace": names.name_is_dns_label, "Binding": names.path_segment_name}.get(
+        kind, names.name_is_dns_subdomain)
     errs = names.validate_object_meta(obj.get("metadata") or {}, NAMESPACED[kind], name_fn)
     if old is not None:
         errs += names.validate_meta_update(obj.get("metadata") or {}, old.get("metadata") or {})
