@@ -146,6 +146,16 @@ FIELD_CASES = [
      "Pod \"GPU\" is invalid: metadata.name: Invalid value: \"GPU\": a lowercase RFC 1123 subdomain must consist of "
      "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
      "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    ("bad-dns-policy", lambda p: p["spec"].update(dnsPolicy="Cluster"),
+     'Pod "p" is invalid: spec.dnsPolicy: Unsupported value: "Cluster": supported values: "ClusterFirst", '
+     '"ClusterFirstWithHostNet", "Default", "None"'),
+    ("toleration-without-key", lambda p: p["spec"].update(tolerations=[{"value": "x", "effect": "NoSchedule"}]),
+     'Pod "p" is invalid: spec.tolerations[0].operator: Invalid value: "": operator must be Exists when `key` is '
+     'empty, which means "match all values and all keys"'),
+    ("toleration-seconds-need-noexecute", lambda p: p["spec"].update(tolerations=[
+        {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+     "Pod \"p\" is invalid: spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' "
+     "when `tolerationSeconds` is set"),
     ("bad-label-value", lambda p: p["metadata"].update(labels={"app": "-x"}),
      "Pod \"p\" is invalid: metadata.labels: Invalid value: \"-x\": a valid label must be an empty string or consist "
      "of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "

@@ -214,14 +214,11 @@ def validate_pod(pod: dict[str, Any]) -> list[FieldError]:
     if not containers:
         errs.append(field_required("spec.containers"))
     _one_of(errs, "spec.restartPolicy", spec.get("restartPolicy"), ("Always", "OnFailure", "Never"))
-    _one_of(errs, "spec.dnsPolicy", spec.get("dnsPolicy"), ("ClusterFirstWithHostNet", "ClusterFirst", "Default",
+    _one_of(errs, "spec.dnsPolicy", spec.get("dnsPolicy"), ("ClusterFirst", "ClusterFirstWithHostNet", "Default",
                                                               "None"))
     errs += names.validate_labels(spec.get("nodeSelector") or {}, "spec.nodeSelector")
     for i, t in enumerate(spec.get("tolerations") or []):
         errs += validate_toleration(t or {}, f"spec.tolerations[{i}]")
-    grace = spec.get("terminationGracePeriodSeconds")
-    if isinstance(grace, int) and grace < 0:
-        errs.append(field_invalid("spec.terminationGracePeriodSeconds", grace, "must be greater than or equal to 0"))
     ads = spec.get("activeDeadlineSeconds")
     if ads is not None and (not isinstance(ads, int) or ads <= 0):
         errs.append(field_invalid("spec.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"))
@@ -277,12 +274,13 @@ def validate_port(port: dict[str, Any], path: str) -> list[FieldError]:
 
 def validate_toleration(t: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    key, op = t.get("key") or "", t.get("operator") or "Equal"
+    key, raw_op = t.get("key") or "", t.get("operator") or ""
+    op = raw_op or "Equal"
     if key:
         errs += [field_invalid(f"{path}.key", key, m) for m in names.qualified_name(key)]
     elif op != "Exists":
-        errs.append(field_invalid(f"{path}.operator", op, "operator must be Exists when `key` is empty, which means "
-                                                          "\"match all values and all keys\""))
+        errs.append(field_invalid(f"{path}.operator", raw_op, "operator must be Exists when `key` is empty, "
+                                                              "which means \"match all values and all keys\""))
     if op == "Exists" and t.get("value"):
         errs.append(field_invalid(f"{path}.operator", t.get("value"),
                                   "value must be empty when `operator` is 'Exists'"))
