@@ -56,7 +56,9 @@ def run_up(args: argparse.Namespace) -> int:
                      dry_run=args.dry_run, device_plugin=args.device_plugin, retain=args.retain)
     info = backend.up(opts)
     nodes = sum(1 for _ in spec.nodes())
-    print(f"cluster '{info.name}' ({info.backend}, {nodes} nodes from spec): {info.state} at {info.endpoint}")
+    print(f"cluster '{info.name}' ({info.backend}, {nodes} nodes in its spec): {info.state} at {info.endpoint}")
+    if "resumed" in info.state or "already" in info.state:
+        print(f"(an existing cluster keeps its own spec and objects; mockgpu down --name {info.name} to recreate)")
     print(info.kubeconfig)
     return 0
 

@@ -38,6 +38,7 @@ class EmbeddedBackend:
                                   device_plugin=opts.device_plugin)
         try:
             endpoint = daemon.running_endpoint(state)
+            how = "already running" if endpoint is not None else "created" if created else "resumed"
             if endpoint is None:
                 daemon.spawn(state)
                 endpoint = daemon.wait_ready(state, config["token"])
@@ -47,7 +48,7 @@ class EmbeddedBackend:
             raise
         port = int(endpoint["port"])
         path = publish(state, config, port)
-        return ClusterInfo(opts.name, self.name, f"https://127.0.0.1:{port}", path, "running")
+        return ClusterInfo(opts.name, self.name, f"https://127.0.0.1:{port}", path, f"running ({how})")
 
     def down(self, name: str) -> None:
         state = ClusterState(name, self.home / name)
