@@ -166,18 +166,20 @@ def unauthorized(message: str = "Unauthorized") -> StatusError:
     return _status(401, "Unauthorized", message)
 
 
-def forbidden(user: str = "system:anonymous", verb: str = "get", resource: str = "", namespace: str | None = None,
-              name: str = "", group: str = "", reason: str = "") -> StatusError:
-    """403 as the authorizer words it: 'pods is forbidden: User "x" cannot list resource "pods" ...'."""
-    if not resource:
-        return _status(403, "Forbidden", f"forbidden: {reason}" if reason else "forbidden")
-    scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-    what = f'{resource} "{name}"' if name else resource
-    msg = (f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
-           f'in API group "{group}"{scope}')
-    if reason:
-        msg += f": {reason}"
-    return _status(403, "Forbidden", msg, _details(name, resource, group) if name else {"kind": resource})
+def forbidden(resource: str = "", name: str = "", reason: str = "", *, user: str = "", verb: str = "",
+              namespace: str | None = None, group: str = "") -> StatusError:
+    """403 as upstream's ``NewForbidden``: 'namespaces "default" is forbidden: this namespace may not be deleted'.
+
+    With ``user`` and ``verb`` the reason is the authorizer's: 'User "x" cannot list resource "pods" in API
+    group "" in the namespace "default"'.
+    """
+    if user and verb:
+        scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        authz = f'User "{user}" cannot {verb} resource "{resource}" in API group "{group}"{scope}'
+        reason = f"{authz}: {reason}" if reason else authz
+    what = _qualified(resource, group) + (f' "{name}"' if name else "")
+    msg = f"{what} is forbidden: {reason}" if what else f"forbidden: {reason}"
+    return _status(403, "Forbidden", msg, _details(name, resource, group))
 
 
 def gone(message: str) -> StatusError:
