@@ -185,3 +185,33 @@ def test_events_field_selector(core):
     core.create_namespaced_event("default", other)
     got = core.list_namespaced_event("default", field_selector="involvedObject.name=p")
     assert [e.reason for e in got.items] == ["FailedScheduling"]
+
+
+def test_eviction_deletes_the_pod(core, make_pod):
+    core.create_namespaced_pod("default", make_pod("ev"))
+    core.create_namespaced_pod_eviction("ev", "default", client.V1Eviction(
+        metadata=client.V1ObjectMeta(name="ev", namespace="default")), _preload_content=False)
+    assert core.list_namespaced_pod("default", field_selector="metadata.name=ev").items == []
+
+
+def test_server_side_dry_run_stores_nothing(core, make_pod):
+    out = core.create_namespaced_pod("default", make_pod("dry"), dry_run="All")
+    assert out.metadata.uid and out.status.phase == "Pending"
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_unexpected_error_is_a_500_status_and_server_keeps_serving(cluster, raw):
+    api = cluster.server.http.api
+    real_get = api.get
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected bug")
+
+    api.get = broken
+    try:
+        code, body = raw.json("GET", "/api/v1/nodes/gpu-0")
+    finally:
+        api.get = real_get
+    assert code == 500
+    assert body["reason"] == "InternalError" and "injected bug" in body["message"]
+    assert raw.json("GET", "/api/v1/nodes/gpu-0")[0] == 200

@@ -119,3 +119,28 @@ def test_dry_run_changes_nothing(home):
     assert out.returncode == 0
     assert "would create" in out.stdout
     assert not (home / "seed-4x2").exists()
+
+
+def test_embedded_cluster_as_a_daemon_from_a_threaded_process(tmp_path):
+    """With other threads alive (a notebook kernel) the daemon is started as a subprocess, not forked."""
+    import threading
+
+    from mockgpu.backends.embedded import EmbeddedCluster
+
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    try:
+        c = EmbeddedCluster(SEED, home=tmp_path, in_process=False)
+        with c:
+            api = c.api_client()
+            assert len(client.CoreV1Api(api).list_node().items) == 4
+            api.close()
+            pid = json.loads((c.state.dir / "endpoint.json").read_text())["pid"]
+            assert pid != os.getpid()
+        assert not _alive(pid)
+        c.delete()
+        assert not c.state.dir.exists()
+    finally:
+        stop.set()
+        helper.join()

@@ -106,6 +106,9 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
+TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})  # Go's strconv.ParseBool
+
+
 def _int_param(q: Any, name: str) -> int | None:
     value = q.get(name)
     if value in (None, ""):
@@ -339,7 +342,7 @@ class APIApp:
 
 def _verb(method: str, t: Target, q: Any) -> str:
     collection = t.name is None
-    if t.watch or (method == "GET" and q.get("watch") in ("true", "1")):
+    if t.watch or (method == "GET" and q.get("watch") in TRUE):
         if method != "GET":
             raise st.method_not_allowed(method, t.info.kind)
         return "watch"

@@ -78,7 +78,7 @@ async def serve_log(request: web.Request, state_dir: Path, pod: Obj,
     container = pick_container(pod, q.get("container"))
     meta = pod["metadata"]
     path = log_path(state_dir, meta["namespace"], meta["name"], meta["uid"], container)
-    follow = q.get("follow") in ("true", "1")
+    follow = q.get("follow") in ("1", "t", "T", "true", "TRUE", "True")
     if not path.exists():
         if not container_finished(pod, container):
             raise st.bad_request(f'container "{container}" in pod "{meta["name"]}" is waiting to start: '

@@ -126,15 +126,15 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None) 
     ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark."""
     from aiohttp import web
 
-    from mockgpu.control.apiserver.app import encode, wants_table
+    from mockgpu.control.apiserver.app import TRUE, encode, wants_table
     from mockgpu.control.apiserver.status import StatusError, bad_request
 
     q = request.query
     store = app.store
     matches = app.matcher(q, info)
     given = q.get("resourceVersion", "")
-    send_initial = q.get("sendInitialEvents") == "true"
-    bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+    send_initial = q.get("sendInitialEvents") in TRUE
+    bookmarks = q.get("allowWatchBookmarks") in TRUE
     try:
         timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
     except ValueError:
