@@ -27,6 +27,8 @@ STATUS_CASES = [
     ("too-large", st.too_large(), 413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728"),
     ("method", st.method_not_allowed(), 405, "MethodNotAllowed",
      "the server does not allow this method on the requested resource"),
+    ("method-on-kind", st.method_not_allowed("POST", "Binding"), 405, "MethodNotAllowed",
+     'create is not supported on resources of kind "bindings"'),
     ("media", st.unsupported_media_type("text/plain"), 415, "UnsupportedMediaType",
      "the body of the request was in an unknown format - accepted media types include: application/json, "
      "application/yaml, application/json-patch+json, application/merge-patch+json, "

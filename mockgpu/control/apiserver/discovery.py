@@ -78,7 +78,7 @@ RESOURCES: dict[str, ResourceInfo] = {
     "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
 }
 
-KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items() if plural != "bindings"}
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()}
 
 
 def version_info(platform: str = "linux/amd64") -> dict[str, str]:

@@ -195,10 +195,22 @@ def too_large(message: str = "Request entity too large: limit is 3145728") -> St
     return _status(413, "RequestEntityTooLarge", message)
 
 
-def method_not_allowed(method: str = "", resource: str = "") -> StatusError:
-    msg = f"{method} is not supported on resources of kind \"{resource}\"" if method and resource \
-        else "the server does not allow this method on the requested resource"
-    return _status(405, "MethodNotAllowed", msg)
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def method_not_allowed(action: str = "", resource: str = "", group: str = "") -> StatusError:
+    """405 as upstream's ``NewMethodNotSupported``: 'create is not supported on resources of kind "nodes/status"'.
+
+    ``action`` may be a verb or an HTTP method; ``resource`` a plural or a kind.
+    """
+    if not (action and resource):
+        return _status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+    plural = KIND_TO_PLURAL.get(resource, resource)
+    verb = _VERBS.get(action.upper(), action)
+    details: dict[str, Any] = {"group": group, "kind": plural} if group else {"kind": plural}
+    return _status(405, "MethodNotAllowed",
+                   f'{verb} is not supported on resources of kind "{_qualified(plural, group)}"', details)
 
 
 _ACCEPTED = ("application/json", "application/yaml", "application/json-patch+json",
