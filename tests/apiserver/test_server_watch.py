@@ -144,3 +144,14 @@ def test_send_initial_events_ends_with_bookmark(core, cluster):
     assert first["type"] == "ADDED"
     assert second["type"] == "BOOKMARK"
     assert second["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_legacy_watch_path_of_one_object(core, cluster):
+    for n in ("one", "two"):
+        core.create_namespaced_pod("default", _pod(n))
+    s = Stream(cluster, "/api/v1/watch/namespaces/default/pods/two?timeoutSeconds=1")
+    got = []
+    while (ev := s.next()) is not None:
+        got.append((ev["type"], ev["object"]["metadata"]["name"]))
+    s.close()
+    assert got == [("ADDED", "two")]

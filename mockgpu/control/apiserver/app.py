@@ -179,7 +179,7 @@ class APIApp:
             raise not_found_path()
         ns = t.namespace or ""
         if verb == "watch":
-            return await serve_watch(request, self, t.info, t.namespace)
+            return await serve_watch(request, self, t.info, t.namespace, t.name)
         if verb == "list":
             return self._list(request, t.info, t.namespace)
         if verb == "get":

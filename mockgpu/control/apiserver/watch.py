@@ -119,11 +119,12 @@ def bookmark(kind: str, api_version: str, rv: int, annotations: dict[str, Any] |
 DEFAULT_TIMEOUT_S = 1800  # kube-apiserver's --min-request-timeout
 
 
-async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None) -> Any:
+async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, name: str | None = None) -> Any:
     """``?watch=true``: a chunked stream of ``{"type", "object"}`` JSON lines, upstream's semantics:
     resourceVersion unset or "0" → the current objects as ADDED first; N → every change after N (an ERROR
     event with a 410 Status when N is older than the retained history); bookmarks when allowed;
-    ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark."""
+    ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark.
+    ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
     from aiohttp import web
 
     from mockgpu.control.apiserver.app import TRUE, encode, wants_table
@@ -131,7 +132,11 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None) 
 
     q = request.query
     store = app.store
-    matches = app.matcher(q, info)
+    selected = app.matcher(q, info)
+
+    def matches(obj: Obj) -> bool:  # a watch on one object's URL (legacy /watch/.../<name>) sees only it
+        return (name is None or obj["metadata"]["name"] == name) and selected(obj)
+
     given = q.get("resourceVersion", "")
     send_initial = q.get("sendInitialEvents") in TRUE
     bookmarks = q.get("allowWatchBookmarks") in TRUE
