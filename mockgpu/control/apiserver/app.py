@@ -2,121 +2,42 @@
 
 Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]`` plus discovery
 (``/api``, ``/api/v1``, ``/apis``, ``/version``), ``/openapi/v3`` and health checks. Request bodies may be
-JSON or YAML; responses are JSON, or a ``meta.k8s.io/v1`` Table when the Accept header asks for one
-(kubectl get). The verbs themselves are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
+JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON, or a ``meta.k8s.io/v1`` Table
+when the Accept header asks for one (kubectl get). Reading requests is ``request``; the verbs are in
+``handlers``; watches in ``watch``; logs in ``podlogs``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import discovery, openapi, protobuf
+from mockgpu.control.apiserver import discovery, openapi
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
-from mockgpu.control.apiserver.handlers import DeleteOptions, ResourceAPI
+from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.podlogs import serve_log
+from mockgpu.control.apiserver.request import (
+    JSON,
+    PATCH_TYPES,
+    Target,
+    decode_body,
+    decode_continue,
+    delete_options,
+    encode_continue,
+    int_param,
+    json_response,
+    not_found_path,
+    parse_path,
+    sort_key,
+    verb_of,
+    wants_table,
+)
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
-
-_NOT_FOUND = "the server could not find the requested resource"
-_JSON = "application/json"
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json")
-
-
-def not_found_path() -> st.StatusError:
-    err = st.not_found("", "")
-    err.status.update(message=_NOT_FOUND, details={})
-    return err
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a resource URL names."""
-
-    info: ResourceInfo
-    namespace: str | None  # None: all namespaces, or a cluster-scoped resource
-    name: str | None
-    sub: str | None
-    watch: bool  # the legacy /watch/ prefix
-
-
-def parse_path(parts: list[str]) -> Target:
-    """``parts`` after ``/api/v1``; a 404 Status for anything that is not a served resource."""
-    watch = bool(parts) and parts[0] == "watch"
-    if watch:
-        parts = parts[1:]
-    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in RESOURCES and RESOURCES[parts[2]].namespaced:
-        ns, rest = parts[1], parts[2:]
-    else:
-        ns, rest = None, parts
-    if not rest or rest[0] not in RESOURCES or len(rest) > 3 or any(p == "" for p in parts):
-        raise not_found_path()
-    info = RESOURCES[rest[0]]
-    name = rest[1] if len(rest) > 1 else None
-    sub = rest[2] if len(rest) > 2 else None
-    if sub is not None and sub not in {s.name for s in info.subresources}:
-        raise not_found_path()
-    if info.plural == "namespaces" and name is not None:
-        ns = None
-    return Target(info, ns, name, sub, watch)
-
-
-def encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def json_response(obj: Any, status: int = 200, content_type: str = _JSON) -> web.Response:
-    return web.Response(body=encode(obj), status=status, content_type=content_type)
-
-
-def wants_table(accept: str) -> str | None:
-    """The Table version asked for by the Accept header (kubectl get), or None for plain JSON."""
-    for part in accept.split(","):
-        params = {p.strip() for p in part.split(";")[1:]}
-        if "as=Table" in params and "g=meta.k8s.io" in params:
-            return "v1" if "v=v1" in params else "v1beta1"
-        if part.split(";")[0].strip() in (_JSON, "*/*", "application/yaml"):
-            return None
-    return None
-
-
-def decode_body(raw: bytes, content_type: str) -> Any:
-    """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats."""
-    ctype = content_type.split(";")[0].strip().lower() or _JSON
-    if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw)
-    if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
-        try:
-            return yaml.safe_load(raw.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
-    if ctype not in (_JSON, *_PATCH_TYPES):
-        raise st.unsupported_media_type(content_type)
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
-
-
-TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})  # Go's strconv.ParseBool
-
-
-def _int_param(q: Any, name: str) -> int | None:
-    value = q.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise st.bad_request(f'invalid value for {name}: "{value}"') from None
 
 
 class APIApp:
@@ -170,7 +91,7 @@ class APIApp:
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, q = request.method, request.query
-        verb = _verb(method, t, q)
+        verb = verb_of(method, t, q)
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):
@@ -212,7 +133,7 @@ class APIApp:
         raw = await request.read()
         if len(raw) > MAX_BODY_BYTES:
             raise st.too_large()
-        return decode_body(raw, request.headers.get("Content-Type", _JSON))
+        return decode_body(raw, request.headers.get("Content-Type", JSON))
 
     # ---- verbs -------------------------------------------------------------------------------------------
 
@@ -223,7 +144,7 @@ class APIApp:
                 raise st.bad_request("the object provided is unrecognized (must be an object)")
             name = t.name if t.sub else (body.get("metadata") or {}).get("name", "")
             if t.sub == "eviction":
-                opts = _delete_options(request.query, body.get("deleteOptions") or {})
+                opts = delete_options(request.query, body.get("deleteOptions") or {})
                 self.api.delete(RESOURCES["pods"], ns, name, opts)
             else:
                 self.api.bind(ns, name, body)
@@ -239,8 +160,8 @@ class APIApp:
         from mockgpu.control.apiserver.patch import apply_patch
 
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if ctype not in _PATCH_TYPES:
-            raise st.unsupported_media_type(ctype, accepted=_PATCH_TYPES)
+        if ctype not in PATCH_TYPES:
+            raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
         ns, name = t.namespace or "", t.name or ""
         current = self.api.get(t.info, ns, name)
         patched = apply_patch(current, body, ctype)
@@ -248,8 +169,8 @@ class APIApp:
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         raw = await request.read()
-        body = decode_body(raw, request.headers.get("Content-Type", _JSON)) if raw.strip() else {}
-        opts = _delete_options(request.query, body if isinstance(body, dict) else {})
+        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
         if t.info.plural in ("pods", "namespaces") or not removed:
             return json_response(obj)
@@ -258,8 +179,8 @@ class APIApp:
 
     async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
         raw = await request.read()
-        body = decode_body(raw, request.headers.get("Content-Type", _JSON)) if raw.strip() else {}
-        opts = _delete_options(request.query, body if isinstance(body, dict) else {})
+        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        opts = delete_options(request.query, body if isinstance(body, dict) else {})
         for obj in list(self.select(request.query, t.info, t.namespace)):
             meta = obj["metadata"]
             self.api.delete(t.info, meta.get("namespace", ""), meta["name"], opts)
@@ -287,16 +208,16 @@ class APIApp:
         q = request.query
         rv = self._check_list_rv(q)
         items = self.select(q, info, ns)
-        limit = _int_param(q, "limit")
+        limit = int_param(q, "limit")
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         token = q.get("continue")
         if token:
-            start = _decode_continue(token)
-            items = [o for o in items if _sort_key(o) > start]
+            start = decode_continue(token)
+            items = [o for o in items if sort_key(o) > start]
         if limit and limit > 0 and len(items) > limit:
             rest = len(items) - limit
             items = items[:limit]
-            meta["continue"] = _encode_continue(rv, _sort_key(items[-1]))
+            meta["continue"] = encode_continue(rv, sort_key(items[-1]))
             meta["remainingItemCount"] = rest
         table = wants_table(request.headers.get("Accept", ""))
         if table:
@@ -338,55 +259,3 @@ class APIApp:
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
         return json_response(obj, status)
-
-
-def _verb(method: str, t: Target, q: Any) -> str:
-    collection = t.name is None
-    if t.watch or (method == "GET" and q.get("watch") in TRUE):
-        if method != "GET":
-            raise st.method_not_allowed(method, t.info.kind)
-        return "watch"
-    verbs = {"GET": "list" if collection else "get", "POST": "create", "PUT": "update", "PATCH": "patch",
-             "DELETE": "deletecollection" if collection else "delete"}
-    if method not in verbs:
-        raise st.method_not_allowed(method, t.info.kind)
-    verb = verbs[method]
-    if t.sub in ("binding", "eviction") and method == "POST":
-        return "create"
-    if collection and verb in ("update", "patch"):
-        raise st.method_not_allowed(method, t.info.kind)
-    return verb
-
-
-def _delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
-    grace = _int_param(q, "gracePeriodSeconds")
-    if grace is None and body.get("gracePeriodSeconds") is not None:
-        try:
-            grace = int(body["gracePeriodSeconds"])
-        except (TypeError, ValueError):
-            raise st.bad_request("gracePeriodSeconds must be an integer") from None
-    pre = body.get("preconditions") if isinstance(body.get("preconditions"), dict) else {}
-    dry = "All" in q.getall("dryRun", []) or "All" in (body.get("dryRun") or [])
-    return DeleteOptions(grace_period=grace, uid=pre.get("uid"), resource_version=pre.get("resourceVersion"),
-                         dry_run=dry)
-
-
-def _sort_key(obj: Obj) -> tuple[str, str]:
-    meta = obj["metadata"]
-    return meta.get("namespace") or "", meta["name"]
-
-
-def _encode_continue(rv: int, key: tuple[str, str]) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(key)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> tuple[str, str]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        ns, _, name = str(data["start"]).partition("/")
-        return ns, name
-    except (ValueError, KeyError, TypeError):
-        raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
-                             "(version meta.k8s.io/v1)") from None
-

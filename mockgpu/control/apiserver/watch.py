@@ -127,7 +127,7 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
     from aiohttp import web
 
-    from mockgpu.control.apiserver.app import TRUE, encode, wants_table
+    from mockgpu.control.apiserver.request import TRUE, encode, wants_table
     from mockgpu.control.apiserver.status import StatusError, bad_request
 
     q = request.query
