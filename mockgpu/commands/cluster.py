@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mockgpu.backends.base import BACKENDS, UpOptions, get_backend
@@ -82,9 +83,12 @@ def run_status(args: argparse.Namespace) -> int:
     for name in BACKENDS:
         try:
             backend = get_backend(name)
+            if backend.is_available() is None:
+                rows.extend(backend.list())
         except (ImportError, AttributeError):
-            continue  # that backend is not installed in this checkout
-        rows.extend(backend.list())
+            continue  # that backend is not part of this checkout
+        except MockgpuError as exc:  # one broken backend must not hide the others' clusters
+            print(f"mockgpu: {name}: {exc}", file=sys.stderr)
     if not rows:
         print("no clusters")
         return 0
