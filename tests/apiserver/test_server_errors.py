@@ -128,3 +128,46 @@ def test_random_requests_never_500(raw, method, segments, query, body, ctype):
 
 def test_server_still_serves_after_bad_input(core):
     assert len(core.list_node().items) == 4
+
+
+_JSONISH = hs.recursive(hs.none() | hs.booleans() | hs.integers(-2**70, 2**70) | hs.floats(allow_nan=False) | _TEXT,
+                        lambda c: hs.lists(c, max_size=3) | hs.dictionaries(_TEXT, c, max_size=3), max_leaves=6)
+_POD_PATHS = [("metadata",), ("metadata", "name"), ("metadata", "labels"), ("metadata", "annotations"), ("spec",),
+              ("spec", "containers"), ("spec", "nodeName"), ("spec", "tolerations"), ("spec", "nodeSelector"),
+              ("spec", "containers", 0, "resources"), ("spec", "containers", 0, "resources", "limits"),
+              ("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"), ("spec", "containers", 0, "name"),
+              ("spec", "containers", 0, "ports"), ("spec", "restartPolicy"), ("status",), ("kind",), ("apiVersion",)]
+
+
+def _set(obj, path, value):
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=hs.lists(hs.tuples(hs.sampled_from(_POD_PATHS), _JSONISH), min_size=1, max_size=3),
+       method=hs.sampled_from(["POST", "PUT", "PATCH-merge", "PATCH-strategic", "PATCH-json"]))
+def test_mutated_pods_never_500(raw, make_pod, mutations, method):
+    """A valid pod with random values at the fields validation looks at: a 4xx or success, never a 500."""
+    raw.json("POST", "/api/v1/namespaces/default/pods", make_pod("target", gpus=1))  # may exist already
+    body = make_pod("target", gpus=1)
+    for path, value in mutations:
+        try:
+            _set(body, path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation replaced a parent with a non-container
+    if method == "POST":
+        body_bytes, ctype, verb, path = json.dumps(body).encode(), "application/json", "POST", POD_PATH
+    elif method == "PUT":
+        body_bytes, ctype, verb, path = json.dumps(body).encode(), "application/json", "PUT", POD_PATH + "/target"
+    elif method == "PATCH-json":
+        ops = [{"op": "replace", "path": "/" + "/".join(str(p) for p in p_), "value": v} for p_, v in mutations]
+        body_bytes, ctype, verb, path = json.dumps(ops).encode(), "application/json-patch+json", "PATCH", \
+            POD_PATH + "/target"
+    else:
+        kind = "merge" if method == "PATCH-merge" else "strategic-merge"
+        body_bytes, ctype, verb, path = json.dumps(body).encode(), f"application/{kind}-patch+json", "PATCH", \
+            POD_PATH + "/target"
+    code, data, _ = raw.request(verb, path, body_bytes, content_type=ctype, timeout=5)
+    assert code < 500, (verb, body_bytes[:300], data[:500])

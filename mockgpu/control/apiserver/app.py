@@ -24,6 +24,7 @@ from mockgpu.control.apiserver.request import (
     JSON,
     PATCH_TYPES,
     Target,
+    check_type_meta_types,
     decode_body,
     decode_continue,
     delete_options,
@@ -133,7 +134,10 @@ class APIApp:
         raw = await request.read()
         if len(raw) > MAX_BODY_BYTES:
             raise st.too_large()
-        return decode_body(raw, request.headers.get("Content-Type", JSON))
+        body = decode_body(raw, request.headers.get("Content-Type", JSON))
+        if request.method != "PATCH":
+            check_type_meta_types(body)
+        return body
 
     # ---- verbs -------------------------------------------------------------------------------------------
 
@@ -165,6 +169,7 @@ class APIApp:
         ns, name = t.namespace or "", t.name or ""
         current = self.api.get(t.info, ns, name)
         patched = apply_patch(current, body, ctype)
+        check_type_meta_types(patched)
         return self.api.patched(t.info, ns, name, patched, sub=t.sub, dry_run=dry_run, strict=strict)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:

@@ -98,6 +98,21 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
+def _go_type(value: Any) -> str:
+    return {bool: "bool", int: "number", float: "number", list: "array", dict: "object"}.get(type(value), "object")
+
+
+def check_type_meta_types(obj: Any) -> None:
+    """apiVersion and kind must be strings: the serializer reads them before anything else (400 otherwise)."""
+    if not isinstance(obj, dict):
+        return
+    for key in ("apiVersion", "kind"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise st.bad_request(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+                                 f"{_go_type(value)} into Go struct field .{key} of type string")
+
+
 def int_param(q: Any, name: str) -> int | None:
     value = q.get(name)
     if value in (None, ""):
