@@ -35,6 +35,7 @@ def resolve_spec(spec: str | Path | ClusterSpec | None) -> ClusterSpec:
 def prepare(state: ClusterState, spec: ClusterSpec | None, *, kubeconfig: Path | None = None,
             scheduler_config: Path | None = None, device_plugin: str = "mockgpu") -> tuple[dict[str, Any], bool]:
     """(config, created): the existing cluster's config when its state exists (resume), else a new one."""
+    kubeconfig = Path(kubeconfig).expanduser().absolute() if kubeconfig is not None else None
     if state.exists():
         config = state.read_config()
         if kubeconfig is not None and str(kubeconfig) != config.get("kubeconfig"):

@@ -30,9 +30,9 @@ from mockgpu.errors import MockgpuError
 def mockgpu_home(home: str | Path | None = None) -> Path:
     """``home``, else ``$MOCKGPU_HOME``, else ``~/.mockgpu``."""
     if home is not None:
-        return Path(home)
+        return Path(home).expanduser().absolute()
     env = os.environ.get("MOCKGPU_HOME")
-    return Path(env) if env else Path.home() / ".mockgpu"
+    return Path(env).expanduser().absolute() if env else Path.home() / ".mockgpu"
 
 
 @dataclass(frozen=True)
