@@ -126,3 +126,8 @@ def test_event_rows():
 ], ids=["namespaces", "configmaps", "serviceaccounts", "default-table", "by-kind"])
 def test_simple_tables(resource, obj, cells):
     assert to_table(resource, [obj], now=NOW)["rows"][0]["cells"] == cells
+
+
+def test_malformed_status_gives_unknown_cells_not_an_error():
+    row = to_table("pods", [pod(status={"containerStatuses": "oops"})], now=NOW)["rows"][0]
+    assert row["cells"] == ["p"] + ["<unknown>"] * 8

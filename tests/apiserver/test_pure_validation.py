@@ -281,3 +281,11 @@ def test_binding_configmap_event():
                          ids=lambda v: str(v))
 def test_canonical_quantity(text, want):
     assert canonical(text) == want
+
+
+@pytest.mark.parametrize("value", [1e300, "1e70", 1.5e-20, 10**70], ids=["1e300", "1e70-text", "tiny", "10^70"])
+def test_extreme_quantities_are_stored_in_a_form_that_reads_back(value):
+    out = default_and_validate("Pod", pod({"limits": {"cpu": value}}), namespace="d")
+    again = default_and_validate("Pod", out, namespace="d")  # what an update of the stored object does
+    assert again["spec"]["containers"][0]["resources"]["limits"]["cpu"] == \
+        out["spec"]["containers"][0]["resources"]["limits"]["cpu"]

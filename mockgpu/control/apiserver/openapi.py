@@ -17,49 +17,62 @@ from typing import Any
 from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES
 
 ANY: Any = None
-MAP = "map"  # a free map of strings (labels, annotations, data, resource lists)
+MAP = "map[string]string"  # labels, annotations, data
+QTY = "map[string]resource.Quantity"  # limits, requests, capacity
+S, INT, B, SL = "string", "int64", "bool", "[]string"
+OPEN = "__open__"  # an object whose other fields are not checked (status sub-trees)
+GO = "__go__"  # the Go type name, for decode error messages
 
 
 def _obj(*names: str, **nested: Any) -> dict[str, Any]:
     return {**dict.fromkeys(names, ANY), **nested}
 
 
-_OWNER_REF = _obj("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
-OBJECT_META = _obj("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-                   "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers",
-                   "managedFields", labels=MAP, annotations=MAP, ownerReferences=[_OWNER_REF])
+_OWNER_REF = _obj("controller", "blockOwnerDeletion", apiVersion=S, kind=S, name=S, uid=S, __go__="OwnerReference")
+OBJECT_META = _obj("creationTimestamp", "deletionTimestamp", "managedFields", name=S, generateName=S, namespace=S,
+                   selfLink=S, uid=S, resourceVersion=S, generation=INT, deletionGracePeriodSeconds=INT, finalizers=SL,
+                   labels=MAP, annotations=MAP, ownerReferences=[_OWNER_REF], __go__="ObjectMeta")
 _CONTAINER = _obj(
-    "name", "image", "command", "args", "workingDir", "envFrom", "resizePolicy", "restartPolicy", "volumeMounts",
-    "volumeDevices", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
-    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
-    ports=[_obj("name", "hostPort", "containerPort", "protocol", "hostIP")],
-    env=[_obj("name", "value", "valueFrom")],
-    resources=_obj("claims", limits=MAP, requests=MAP))
-_TOLERATION = _obj("key", "operator", "value", "effect", "tolerationSeconds")
+    "envFrom", "resizePolicy", "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe", "startupProbe",
+    "lifecycle", "securityContext",
+    name=S, image=S, command=SL, args=SL, workingDir=S, restartPolicy=S, terminationMessagePath=S,
+    terminationMessagePolicy=S, imagePullPolicy=S, stdin=B, stdinOnce=B, tty=B,
+    ports=[_obj(name=S, hostPort=INT, containerPort=INT, protocol=S, hostIP=S, __go__="ContainerPort")],
+    env=[_obj("valueFrom", name=S, value=S, __go__="EnvVar")],
+    resources=_obj("claims", limits=QTY, requests=QTY, __go__="ResourceRequirements"), __go__="Container")
+_TOLERATION = _obj(key=S, operator=S, value=S, effect=S, tolerationSeconds=INT, __go__="Toleration")
 POD_SPEC = _obj(
-    "volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds",
-    "dnsPolicy", "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
-    "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext", "imagePullSecrets",
-    "hostname", "subdomain", "affinity", "schedulerName", "hostAliases", "priorityClassName", "priority",
-    "dnsConfig", "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "topologySpreadConstraints",
-    "setHostnameAsFQDN", "os", "hostUsers", "resourceClaims", "resources",
+    "volumes", "ephemeralContainers", "securityContext", "imagePullSecrets", "affinity", "hostAliases", "dnsConfig",
+    "topologySpreadConstraints", "os", "resourceClaims", "resources",
+    restartPolicy=S, terminationGracePeriodSeconds=INT, activeDeadlineSeconds=INT, dnsPolicy=S, serviceAccountName=S,
+    serviceAccount=S, automountServiceAccountToken=B, nodeName=S, hostNetwork=B, hostPID=B, hostIPC=B,
+    shareProcessNamespace=B, hostname=S, subdomain=S, schedulerName=S, priorityClassName=S, priority=INT,
+    runtimeClassName=S, enableServiceLinks=B, preemptionPolicy=S, setHostnameAsFQDN=B, hostUsers=B,
     containers=[_CONTAINER], initContainers=[_CONTAINER], nodeSelector=MAP, tolerations=[_TOLERATION],
-    readinessGates=[_obj("conditionType")], schedulingGates=[_obj("name")], overhead=MAP)
-_OBJECT_REF = _obj("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    readinessGates=[_obj(conditionType=S, __go__="PodReadinessGate")],
+    schedulingGates=[_obj(name=S, __go__="PodSchedulingGate")], overhead=QTY, __go__="PodSpec")
+_OBJECT_REF = _obj(kind=S, namespace=S, name=S, uid=S, apiVersion=S, resourceVersion=S, fieldPath=S,
+                   __go__="ObjectReference")
+_STATUS = {OPEN: True, GO: "Status"}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "Pod": _obj("apiVersion", "kind", "status", metadata=OBJECT_META, spec=POD_SPEC),
-    "Node": _obj("apiVersion", "kind", "status", metadata=OBJECT_META, spec=_obj(
-        "podCIDR", "podCIDRs", "providerID", "unschedulable", "configSource", "externalID",
-        taints=[_obj("key", "value", "effect", "timeAdded")])),
-    "Namespace": _obj("apiVersion", "kind", "status", metadata=OBJECT_META, spec=_obj("finalizers")),
-    "ConfigMap": _obj("apiVersion", "kind", "immutable", metadata=OBJECT_META, data=MAP, binaryData=MAP),
-    "ServiceAccount": _obj("apiVersion", "kind", "secrets", "imagePullSecrets", "automountServiceAccountToken",
-                           metadata=OBJECT_META),
-    "Event": _obj("apiVersion", "kind", "reason", "message", "firstTimestamp", "lastTimestamp", "count", "type",
-                  "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",
-                  metadata=OBJECT_META, involvedObject=_OBJECT_REF, source=_obj("component", "host")),
-    "Binding": _obj("apiVersion", "kind", metadata=OBJECT_META, target=_OBJECT_REF),
+    "Pod": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=POD_SPEC, status=_STATUS | {GO: "PodStatus"},
+                __go__="Pod"),
+    "Node": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        "configSource", podCIDR=S, podCIDRs=SL, providerID=S, unschedulable=B, externalID=S,
+        taints=[_obj("timeAdded", key=S, value=S, effect=S, __go__="Taint")], __go__="NodeSpec"),
+        status=_STATUS | {"capacity": QTY, "allocatable": QTY, GO: "NodeStatus"}, __go__="Node"),
+    "Namespace": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(finalizers=SL, __go__="NamespaceSpec"),
+                      status=_STATUS | {GO: "NamespaceStatus"}, __go__="Namespace"),
+    "ConfigMap": _obj(apiVersion=S, kind=S, immutable=B, metadata=OBJECT_META, data=MAP, binaryData=ANY,
+                      __go__="ConfigMap"),
+    "ServiceAccount": _obj("secrets", "imagePullSecrets", apiVersion=S, kind=S, automountServiceAccountToken=B,
+                           metadata=OBJECT_META, __go__="ServiceAccount"),
+    "Event": _obj("firstTimestamp", "lastTimestamp", "eventTime", "series", "related", apiVersion=S, kind=S,
+                  reason=S, message=S, count=INT, type=S, action=S, reportingComponent=S, reportingInstance=S,
+                  metadata=OBJECT_META, involvedObject=_OBJECT_REF,
+                  source=_obj(component=S, host=S, __go__="EventSource"), __go__="Event"),
+    "Binding": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, target=_OBJECT_REF, __go__="Binding"),
 }
 
 
@@ -70,7 +83,7 @@ def unknown_fields(kind: str, obj: Any) -> list[str]:
 
 
 def _walk(schema: Any, value: Any, path: str) -> list[str]:
-    if schema is ANY or schema == MAP:
+    if not isinstance(schema, dict | list):
         return []
     if isinstance(schema, list):
         if not isinstance(value, list):
@@ -81,11 +94,69 @@ def _walk(schema: Any, value: Any, path: str) -> list[str]:
     out: list[str] = []
     for key, sub in value.items():
         child = f"{path}.{key}" if path else key
-        if key not in schema:
-            out.append(child)
+        if key not in schema or key in (OPEN, GO):
+            if not schema.get(OPEN):
+                out.append(child)
         else:
             out.extend(_walk(schema[key], sub, child))
     return out
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def type_error(kind: str, obj: Any) -> str | None:
+    """The first value whose JSON type the Go types cannot hold, worded like ``encoding/json``; None if fine."""
+    schema = SCHEMAS.get(kind)
+    return _types(schema, obj, kind, kind, "") if schema is not None else None
+
+
+def _types(schema: Any, value: Any, go: str, struct: str, path: str) -> str | None:
+    if schema is ANY or value is None:
+        return None
+    expected, ok = _expected(schema, value)
+    if not ok:
+        return (f"json: cannot unmarshal {_json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
+                if path else f"json: cannot unmarshal {_json_kind(value)} into Go value of type v1.{go}")
+    if isinstance(schema, list):
+        for item in value:
+            err = _types(schema[0], item, schema[0].get(GO, go), struct, path)
+            if err:
+                return err
+    elif isinstance(schema, dict):
+        owner = schema.get(GO, go)
+        for key, sub in value.items():
+            if key in schema and key not in (OPEN, GO):
+                err = _types(schema[key], sub, sub.get(GO, owner) if isinstance(sub, dict) else owner, owner,
+                             f"{path}.{key}" if path else key)
+                if err:
+                    return err
+    return None
+
+
+def _expected(schema: Any, value: Any) -> tuple[str, bool]:
+    if isinstance(schema, list):
+        return f"[]v1.{schema[0].get(GO, 'Object')}", isinstance(value, list)
+    if isinstance(schema, dict):
+        return f"v1.{schema.get(GO, 'Object')}", isinstance(value, dict)
+    if schema == S:
+        return "string", isinstance(value, str)
+    if schema == INT:
+        return "int64", isinstance(value, int) and not isinstance(value, bool)
+    if schema == B:
+        return "bool", isinstance(value, bool)
+    if schema == SL:
+        return "[]string", isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if schema == MAP:
+        return "map[string]string", isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    if schema == QTY:
+        return "v1.ResourceList", isinstance(value, dict)  # each value is checked as a quantity
+    return "", True
 
 
 _FIELD_VALIDATION_PARAM = {

@@ -298,6 +298,19 @@ def _default_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {"cells": [_meta(obj).get("name", ""), _meta(obj).get("creationTimestamp")]}
 
 
+def _safe_row(row_fn: Callable[[dict[str, Any], datetime], dict[str, Any]], obj: dict[str, Any], now: datetime,
+              width: int) -> dict[str, Any]:
+    """The printer's row; for a status of the wrong shape (status is stored as written) a row of ``<unknown>``.
+
+    Upstream's typed objects cannot hold such values, so this only keeps a listing answering instead of failing.
+    """
+    try:
+        return row_fn(obj, now)
+    except (AttributeError, TypeError, ValueError, KeyError):
+        name = _meta(obj).get("name", "") if isinstance(obj.get("metadata"), dict) else ""
+        return {"cells": [name] + ["<unknown>"] * (width - 1)}
+
+
 def _embedded(obj: dict[str, Any], include_object: str) -> dict[str, Any] | None:
     if include_object == "None":
         return None
@@ -314,7 +327,7 @@ def to_table(resource: str, objects: list[dict[str, Any]], *, include_object: st
     columns, row_fn = PRINTERS.get(resource, (DEFAULT_COLUMNS, _default_row))
     rows = []
     for obj in objects:
-        row = row_fn(obj, now)
+        row = _safe_row(row_fn, obj, now, len(columns))
         embedded = _embedded(obj, include_object)
         if embedded is not None:
             row["object"] = embedded

@@ -102,32 +102,15 @@ def _decode_error(kind: str, detail: str) -> StatusError:
 
 
 def check_decode(kind: str, obj: dict[str, Any]) -> None:
-    """What JSON decoding into the Go types refuses: non-object metadata/spec, bad quantities, etc."""
-    for key in ("metadata", "spec", "status"):
-        if key in obj and obj[key] is not None and not isinstance(obj[key], dict):
-            raise _decode_error(kind, f"json: cannot unmarshal {_json_type(obj[key])} into Go struct field "
-                                      f"{kind}.{key} of type object")
-    meta = obj.get("metadata") or {}
-    for key in ("labels", "annotations"):
-        value = meta.get(key)
-        if value is not None and (not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())):
-            raise _decode_error(kind, f"json: cannot unmarshal into Go struct field ObjectMeta.metadata.{key} "
-                                      "of type map[string]string")
+    """What JSON decoding into the Go types refuses: values of the wrong JSON type, malformed quantities."""
+    err = openapi.type_error(kind, obj)
+    if err:
+        raise _decode_error(kind, err)
     for qty in _quantities(kind, obj):
         try:
             parse_quantity(qty)
         except (QuantityError, TypeError) as exc:
             raise _decode_error(kind, _QUANTITY_RE_MSG) from exc
-    if kind == "Pod":
-        spec = obj.get("spec") or {}
-        for key in ("containers", "initContainers", "tolerations"):
-            if key in spec and spec[key] is not None and not isinstance(spec[key], list):
-                raise _decode_error(kind, f"json: cannot unmarshal {_json_type(spec[key])} into Go struct field "
-                                          f"PodSpec.spec.{key} of type []")
-
-
-def _json_type(value: Any) -> str:
-    return {str: "string", bool: "bool", int: "number", float: "number", list: "array"}.get(type(value), "object")
 
 
 def _quantities(kind: str, obj: dict[str, Any]) -> list[Any]:
@@ -158,7 +141,18 @@ def _normalize_quantities(kind: str, obj: dict[str, Any]) -> None:
         maps += [status[p] for p in ("capacity", "allocatable") if isinstance(status.get(p), dict)]
     for m in maps:
         for key, value in m.items():
-            m[key] = canonical(value if isinstance(value, str) else parse_quantity(value))
+            m[key] = _stored_quantity(value)
+
+
+def _stored_quantity(value: Any) -> str:
+    """The canonical text, unless ``mockgpu.quantity`` could not read it back (it has no ``n``/``u`` suffixes
+    and caps the length at 64), in which case the value is kept as written."""
+    text = canonical(value if isinstance(value, str) else parse_quantity(value))
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return value if isinstance(value, str) else str(value)
+    return text
 
 
 def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
