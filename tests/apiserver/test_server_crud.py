@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
 from kubernetes import client
@@ -215,3 +217,25 @@ def test_unexpected_error_is_a_500_status_and_server_keeps_serving(cluster, raw)
     assert code == 500
     assert body["reason"] == "InternalError" and "injected bug" in body["message"]
     assert raw.json("GET", "/api/v1/nodes/gpu-0")[0] == 200
+
+
+def test_openapi_v2_is_a_minimal_protobuf_document(raw):
+    from mockgpu.control.apiserver.protobuf import _fields
+
+    code, body, headers = raw.request(
+        "GET", "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    assert code == 200 and headers["Content-Type"].startswith("application/com.github.proto-openapi.spec.v2")
+    doc = dict(_fields(body))
+    assert doc[1] == b"2.0"
+    assert dict(_fields(doc[2]))[1] == b"Kubernetes"
+
+
+@pytest.mark.skipif(not shutil.which("kubectl"), reason="kubectl not on PATH")
+def test_kubectl_create_of_a_list_file_validates(cluster, core, tmp_path):
+    manifest = tmp_path / "list.yaml"
+    manifest.write_text("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n"
+                        "  metadata: {name: from-list}\n  data: {a: b}\n")
+    out = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(tmp_path / "cache"),
+                          "create", "-f", str(manifest)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert core.read_namespaced_config_map("from-list", "default").data == {"a": "b"}

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import discovery, openapi
+from mockgpu.control.apiserver import discovery, openapi, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -84,6 +84,12 @@ class APIApp:
                 return json_response(discovery.aggregated_group_discovery(),
                                      content_type=discovery.AGGREGATED_CONTENT_TYPE)
             return json_response(discovery.api_group_list())
+        if path == "/openapi/v2":
+            if "proto-openapi.spec.v2" in accept:
+                body = protobuf.openapi_v2_document("Kubernetes", discovery.GIT_VERSION)
+                return web.Response(body=body, content_type=protobuf.OPENAPI_V2_CONTENT_TYPE)
+            return json_response({"swagger": "2.0", "info": {"title": "Kubernetes", "version": discovery.GIT_VERSION},
+                                  "paths": {}, "definitions": {}})
         if path == "/openapi/v3":
             return json_response(openapi.openapi_v3_root())
         if path == "/openapi/v3/api/v1":

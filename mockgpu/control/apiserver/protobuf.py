@@ -118,3 +118,26 @@ def decode(raw: bytes) -> dict[str, Any]:
     except (_Bad, UnicodeDecodeError) as exc:
         raise st.bad_request(f"unable to decode protobuf body: {exc}") from None
     return {"apiVersion": api_version, "kind": kind, **obj}
+
+
+OPENAPI_V2_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # what client-go asks for
+OPENAPI_V2_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # what is served (Go's
+# mime parser refuses the '@' form in a response)
+
+
+def _field_bytes(num: int, value: bytes) -> bytes:
+    out, n = bytearray([(num << 3) | 2]), len(value)
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + value
+
+
+def openapi_v2_document(title: str, version: str) -> bytes:
+    """``GET /openapi/v2`` as client-go asks for it: a gnostic ``openapi_v2.Document`` in protobuf with only
+    ``swagger`` and ``info`` (no definitions). kubectl then skips client-side schema validation for kinds
+    it cannot look up (e.g. ``kind: List`` files, which the v3 field-validation check does not cover) and
+    uses its compiled-in types for strategic merge patches."""
+    info = _field_bytes(1, title.encode()) + _field_bytes(2, version.encode())
+    return _field_bytes(1, b"2.0") + _field_bytes(2, info)
