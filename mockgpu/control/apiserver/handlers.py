@@ -211,7 +211,9 @@ class ResourceAPI:
 
     def _delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
-        for plural in ("pods", "events", "configmaps", "serviceaccounts"):
+        from mockgpu.control.apiserver.discovery import RESOURCES
+
+        for plural in [p for p, info in RESOURCES.items() if info.namespaced]:
             for obj in list(self.store.list(plural, ns)):
                 self.store.delete(plural, obj)
 
