@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import ResourceInfo
+from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import default_and_validate
@@ -211,8 +211,6 @@ class ResourceAPI:
 
     def _delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
-        from mockgpu.control.apiserver.discovery import RESOURCES
-
         for plural in [p for p, info in RESOURCES.items() if info.namespaced]:
             for obj in list(self.store.list(plural, ns)):
                 self.store.delete(plural, obj)
@@ -221,8 +219,6 @@ class ResourceAPI:
 
     def bind(self, ns: str, name: str, binding: Obj) -> None:
         """``POST pods/<name>/binding``: set spec.nodeName once, and condition PodScheduled=True."""
-        from mockgpu.control.apiserver.discovery import RESOURCES
-
         target = binding.get("target") if isinstance(binding, dict) else None
         if not isinstance(target, dict) or not target.get("name"):
             raise st.invalid("Binding", name, [("FieldValueRequired", "Required value", "target.name")])
