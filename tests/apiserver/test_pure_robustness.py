@@ -30,13 +30,15 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 @FUZZ
-@given(spec=JSON, strict=stt.booleans())
-def test_default_and_validate_only_raises_status_errors(spec, strict):
-    for kind in ("Pod", "Node", "ConfigMap", "Event", "Binding"):
-        try:
-            default_and_validate(kind, pod_like(spec) | {"kind": kind}, namespace="default", strict=strict)
-        except StatusError as err:
-            assert 400 <= err.code < 500
+@given(spec=JSON, strict=stt.booleans(), type_meta=stt.dictionaries(stt.sampled_from(["apiVersion", "kind"]), JSON),
+       meta=JSON)
+def test_default_and_validate_only_raises_status_errors(spec, strict, type_meta, meta):
+    for kind in ("Pod", "Node", "ConfigMap", "Event", "Binding", "Namespace"):
+        for obj in (pod_like(spec) | {"kind": kind}, pod_like(spec) | type_meta, {"metadata": meta, "spec": spec}):
+            try:
+                default_and_validate(kind, obj, namespace="default", strict=strict)
+            except StatusError as err:
+                assert 400 <= err.code < 500
 
 
 @FUZZ

@@ -102,7 +102,7 @@ def _walk(schema: Any, value: Any, path: str) -> list[str]:
     return out
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -121,8 +121,8 @@ def _types(schema: Any, value: Any, go: str, struct: str, path: str) -> str | No
         return None
     expected, ok = _expected(schema, value)
     if not ok:
-        return (f"json: cannot unmarshal {_json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
-                if path else f"json: cannot unmarshal {_json_kind(value)} into Go value of type v1.{go}")
+        return (f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
+                if path else f"json: cannot unmarshal {json_kind(value)} into Go value of type v1.{go}")
     if isinstance(schema, list):
         for item in value:
             err = _types(schema[0], item, schema[0].get(GO, go), struct, path)

@@ -54,6 +54,9 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     check_decode(kind, obj)
     obj = copy.deepcopy(obj)
     obj["apiVersion"], obj["kind"] = "v1", kind
+    for key in ("metadata", "spec", "status"):
+        if key in obj and obj[key] is None:
+            del obj[key]  # JSON null is an absent field
     meta = obj.setdefault("metadata", {})
     if NAMESPACED[kind]:
         if meta.get("namespace") and namespace and meta["namespace"] != namespace:
@@ -86,6 +89,11 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
 
     Absent apiVersion/kind default to the URL's, as upstream does.
     """
+    for key in ("apiVersion", "kind"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
+                              f"version/kind; json parse error: json: cannot unmarshal {openapi.json_kind(obj[key])} "
+                              f"into Go struct field .{key} of type string")
     api_version, body_kind = obj.get("apiVersion") or "v1", obj.get("kind") or kind
     if api_version == "v1" and body_kind == kind:
         return
