@@ -183,6 +183,27 @@ def test_create_and_get_pods_wide(newest, core, request):
     assert row[2] in ("Pending", "ContainerCreating", "Running", "Completed", "Error")
 
 
+def test_get_pods_wide_after_binding_and_status(newest, core, request):
+    """A pod bound through pods/binding and reported Running shows its node, IP and readiness."""
+    from kubernetes import client
+    request.addfinalizer(lambda: _cleanup(core, "bound"))
+    pod = gpu_pod("bound", "1").replace("spec:\n", "spec:\n  schedulerName: nobody\n")  # no scheduler takes it
+    newest.ok("create", "-f", "-", stdin=pod)
+    core.create_namespaced_binding("default", client.V1Binding(
+        metadata=client.V1ObjectMeta(name="bound"), target=client.V1ObjectReference(kind="Node", name="gpu-2")),
+        _preload_content=False)
+    core.patch_namespaced_pod_status("bound", "default", {"status": {
+        "phase": "Running", "podIP": "10.244.2.7", "podIPs": [{"ip": "10.244.2.7"}],
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "main", "image": "busybox:1.36", "imageID": "", "ready": True,
+                               "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})
+    lines = newest.ok("get", "pod", "bound", "-o", "wide").strip().splitlines()
+    assert lines[1].split()[:3] == ["bound", "1/1", "Running"]
+    assert lines[1].split()[5:7] == ["10.244.2.7", "gpu-2"]
+    r = newest("create", "-f", "-", stdin=gpu_pod("bound", "1"))
+    assert r.returncode == 1 and 'pods "bound" already exists' in r.stderr
+
+
 def test_describe_node_and_pod(newest, core, request):
     request.addfinalizer(lambda: _cleanup(core, "described"))
     out = newest.ok("describe", "node", "gpu-0")
