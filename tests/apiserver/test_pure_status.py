@@ -117,3 +117,8 @@ def test_openapi_advertises_field_validation_on_patch():
     assert op["x-kubernetes-group-version-kind"] == {"group": "", "version": "v1", "kind": "Pod"}
     assert any(p["name"] == "fieldValidation" for p in op["parameters"])
     assert openapi.openapi_v3_root()["paths"]["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
+
+
+def test_invalid_without_causes_does_not_crash():
+    err = st.invalid("Pod", "x", [])
+    assert err.code == 422 and err.status["message"] == 'Pod "x" is invalid: []'

@@ -152,7 +152,7 @@ def invalid(kind: str, name: str, causes: Sequence[Cause], group: str = "") -> S
     """422 Invalid; the message joins the causes as upstream's aggregate does (``[a, b]`` when several)."""
     triples = [_as_cause(c) for c in causes]
     texts = [f"{f}: {m}" if f else m for _, m, f in triples]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"  # upstream's aggregate error text
     details = _details(name, kind, group)
     details["causes"] = [{"reason": r, "message": m, "field": f} for r, m, f in triples]
     return _status(422, "Invalid", f'{_qualified(kind, group)} "{name}" is invalid: {joined}', details)
