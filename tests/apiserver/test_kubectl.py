@@ -361,3 +361,25 @@ def test_label_and_cordon_show_in_get(newest):
         newest.ok("uncordon", "gpu-3")
         newest.ok("label", "node", "gpu-3", "accelerator-")
     assert "accelerator" not in newest.ok("get", "node", "gpu-3", "-o", "jsonpath={.metadata.labels}")
+
+
+def test_apply_removes_what_was_dropped_from_the_manifest(newest):
+    """The three-way patch deletes keys that the last-applied configuration had and the new manifest lacks."""
+    first = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: knobs
+  labels: {team: ml, stage: dev}
+data: {batch: "32", lr: "0.1"}
+"""
+    second = first.replace(", stage: dev", "").replace(', lr: "0.1"', "")
+    try:
+        assert newest.ok("apply", "-f", "-", stdin=first).strip() == "configmap/knobs created"
+        newest.ok("label", "configmap", "knobs", "owner=someone-else")  # not in any manifest: must survive
+        assert newest.ok("apply", "-f", "-", stdin=second).strip() == "configmap/knobs configured"
+        got = json.loads(newest.ok("get", "configmap", "knobs", "-o", "json"))
+        assert got["data"] == {"batch": "32"}
+        assert got["metadata"]["labels"] == {"team": "ml", "owner": "someone-else"}
+        assert newest.ok("apply", "-f", "-", stdin=second).strip() == "configmap/knobs unchanged"
+    finally:
+        newest("delete", "configmap", "knobs")
