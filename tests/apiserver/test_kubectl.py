@@ -383,3 +383,10 @@ data: {batch: "32", lr: "0.1"}
         assert newest.ok("apply", "-f", "-", stdin=second).strip() == "configmap/knobs unchanged"
     finally:
         newest("delete", "configmap", "knobs")
+
+
+def test_get_nodes_wide_columns(newest):
+    lines = newest.ok("get", "nodes", "-o", "wide").strip().splitlines()
+    assert re.split(r"\s{2,}", lines[0]) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP",
+                                             "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+    assert len(lines) == 5 and all(re.split(r"\s{2,}", line)[1] == "Ready" for line in lines[1:])
