@@ -390,3 +390,17 @@ def test_get_nodes_wide_columns(newest):
     assert re.split(r"\s{2,}", lines[0]) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP",
                                              "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
     assert len(lines) == 5 and all(re.split(r"\s{2,}", line)[1] == "Ready" for line in lines[1:])
+
+
+def test_drain_evicts_bound_pods_then_uncordon(newest, core):
+    core.create_namespaced_pod("default", {"metadata": {"name": "drained"}, "spec": {
+        "nodeName": "gpu-1", "schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    try:
+        out = newest.ok("drain", "gpu-1", "--force", "--grace-period=0", "--timeout=30s")
+        assert out.strip().splitlines() == ["node/gpu-1 cordoned", "evicting pod default/drained",
+                                            "pod/drained evicted", "node/gpu-1 drained"]
+        r = newest("get", "pod", "drained")
+        assert r.returncode == 1 and 'pods "drained" not found' in r.stderr
+    finally:
+        newest.ok("uncordon", "gpu-1")
+        _cleanup(core, "drained")
