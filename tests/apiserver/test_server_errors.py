@@ -171,3 +171,20 @@ def test_mutated_pods_never_500(raw, make_pod, mutations, method):
             POD_PATH + "/target"
     code, data, _ = raw.request(verb, path, body_bytes, content_type=ctype, timeout=5)
     assert code < 500, (verb, body_bytes[:300], data[:500])
+
+
+@pytest.mark.parametrize("body,ctype", [
+    (b'{"metadata": {"name": "n"}, "data": {"a": NaN}}', "application/json"),
+    (b'{"metadata": {"name": "n"}, "count": -Infinity}', "application/json"),
+    (b"metadata: {name: n}\ndata: {a: .inf}\n", "application/yaml"),
+], ids=["json-nan", "json-infinity", "yaml-inf"])
+def test_non_finite_numbers_are_not_json(raw, body, ctype):
+    code, data, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps", body, content_type=ctype)
+    assert code == 400 and _status(data)["reason"] == "BadRequest"
+
+
+def test_yaml_timestamps_become_strings(raw):
+    body = b"metadata: {name: dated}\ndata: {when: 2026-01-02}\n"
+    code, data, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps", body, content_type="application/yaml")
+    assert code == 201, data
+    assert json.loads(data)["data"] == {"when": "2026-01-02"}

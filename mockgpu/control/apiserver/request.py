@@ -86,16 +86,22 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     if ctype == protobuf.CONTENT_TYPE:
         return protobuf.decode(raw)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
-        try:
-            return yaml.safe_load(raw.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
+            data = yaml.safe_load(raw.decode("utf-8"))
+            return json.loads(json.dumps(data, default=str, allow_nan=False))
+        except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
             raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_no_constants)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def _no_constants(name: str) -> Any:
+    """NaN and Infinity are not JSON (Go's decoder refuses them; Python's would accept them)."""
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
 
 
 def _go_type(value: Any) -> str:
