@@ -404,3 +404,11 @@ def test_drain_evicts_bound_pods_then_uncordon(newest, core):
     finally:
         newest.ok("uncordon", "gpu-1")
         _cleanup(core, "drained")
+
+
+def test_explain_reads_the_served_openapi(newest):
+    out = newest.ok("explain", "pod.spec.containers.resources")
+    assert re.search(r"^FIELD: resources <ResourceRequirements>$", out, re.M)
+    assert re.search(r"^  limits\s+<map\[string\]Quantity>$", out, re.M)
+    assert "Limits describes the maximum amount of compute resources allowed." in out
+    assert re.search(r"^  allocatable\s+<map\[string\]Quantity>$", newest.ok("explain", "node.status"), re.M)

@@ -122,3 +122,32 @@ def test_openapi_advertises_field_validation_on_patch():
 def test_invalid_without_causes_does_not_crash():
     err = st.invalid("Pod", "x", [])
     assert err.code == 422 and err.status["message"] == 'Pod "x" is invalid: []'
+
+
+def test_openapi_component_schemas_carry_gvk_descriptions_and_merge_keys():
+    schemas = openapi.openapi_v3_core()["components"]["schemas"]
+    pod = schemas["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "Pod", "version": "v1"}]
+    assert "collection of containers" in pod["description"]
+    containers = schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+    assert (containers["x-kubernetes-patch-merge-key"], containers["x-kubernetes-patch-strategy"]) == ("name", "merge")
+    assert schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["tolerations"].get("x-kubernetes-patch-strategy") \
+        is None  # tolerations are replaced, as upstream
+    limits = schemas["io.k8s.api.core.v1.ResourceRequirements"]["properties"]["limits"]
+    assert limits["additionalProperties"] == {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.api.resource."
+                                                      "Quantity"}
+    for kind in ("Node", "Namespace", "ConfigMap", "ServiceAccount", "Event", "Binding"):
+        assert schemas[f"io.k8s.api.core.v1.{kind}"]["x-kubernetes-group-version-kind"][0]["kind"] == kind
+    refs = {v for s in schemas.values() for v in _refs(s)}
+    assert {r.rsplit("/", 1)[1] for r in refs} <= set(schemas)  # every reference resolves
+
+
+def _refs(node):
+    if isinstance(node, dict):
+        if "$ref" in node:
+            yield node["$ref"]
+        for v in node.values():
+            yield from _refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _refs(v)

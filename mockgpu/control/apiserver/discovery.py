@@ -169,3 +169,102 @@ def resource_for(name: str) -> ResourceInfo | None:
         if lowered in (info.plural, info.singular, info.kind.lower()) or lowered in info.short_names:
             return info
     return None
+
+
+# ---- OpenAPI v3 component schemas (for ``kubectl explain`` and kubectl's patch computation) ---------------------
+
+_META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
+               "StatusCause", "Time", "MicroTime"}
+_PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
+            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding"}
+#: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say
+PATCH_META: dict[tuple[str, str], tuple[str, str]] = {
+    ("V1ObjectMeta", "ownerReferences"): ("uid", "merge"), ("V1ObjectMeta", "finalizers"): ("", "merge"),
+    **{("V1PodSpec", f): ("name", "merge") for f in ("containers", "initContainers", "ephemeralContainers",
+                                                       "imagePullSecrets", "schedulingGates")},
+    ("V1PodSpec", "volumes"): ("name", "merge,retainKeys"),
+    ("V1PodSpec", "resourceClaims"): ("name", "merge,retainKeys"),
+    ("V1PodSpec", "hostAliases"): ("ip", "merge"), ("V1PodSpec", "topologySpreadConstraints"): ("topologyKey", "merge"),
+    **{(c, f): (k, "merge") for c in ("V1Container", "V1EphemeralContainer")
+       for f, k in (("ports", "containerPort"), ("env", "name"), ("volumeMounts", "mountPath"),
+                    ("volumeDevices", "devicePath"))},
+    ("V1PodStatus", "conditions"): ("type", "merge"), ("V1PodStatus", "podIPs"): ("ip", "merge"),
+    ("V1PodStatus", "hostIPs"): ("ip", "merge"), ("V1NodeStatus", "conditions"): ("type", "merge"),
+    ("V1NodeStatus", "addresses"): ("type", "merge"), ("V1NodeSpec", "podCIDRs"): ("", "merge"),
+    ("V1ServiceAccount", "secrets"): ("name", "merge"),
+}
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_MAPS = {"limits", "requests", "capacity", "allocatable", "overhead", "hard", "used"}
+_PRIMITIVES = {"str": {"type": "string"}, "int": {"type": "integer", "format": "int64"}, "bool": {"type": "boolean"},
+               "float": {"type": "number", "format": "double"}, "datetime": {"type": "string", "format": "date-time"},
+               "date": {"type": "string", "format": "date"}, "object": {"type": "object"},
+               "bytes": {"type": "string", "format": "byte"}, "bytearray": {"type": "string", "format": "byte"}}
+
+
+def schema_name(model: str) -> str:
+    """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
+    short = model.removeprefix("CoreV1").removeprefix("V1")
+    if short in _META_TYPES:
+        return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
+    return f"io.k8s.api.core.v1.{short}"
+
+
+def _type_schema(t: str, todo: list[str]) -> dict[str, Any]:
+    t = t.strip()
+    if t.startswith("List[") and t.endswith("]"):
+        return {"type": "array", "items": _type_schema(t[5:-1], todo)}
+    if t.startswith("Dict[") and t.endswith("]"):
+        return {"type": "object", "additionalProperties": _type_schema(t[5:-1].split(",", 1)[1], todo)}
+    if t in _PRIMITIVES:
+        return dict(_PRIMITIVES[t])
+    todo.append(t)
+    return {"$ref": f"#/components/schemas/{schema_name(t)}"}
+
+
+def _describe(model: Any) -> str:
+    doc = (model.__doc__ or "").split("Attributes:")[0]
+    return " ".join(doc.split())
+
+
+def component_schemas() -> dict[str, Any]:
+    """Schemas of the served kinds and everything they contain, built from the official Python client's models
+    (names, types, descriptions), with the patch merge keys of :data:`PATCH_META`. Cached after the first call."""
+    global _SCHEMAS_CACHE
+    if _SCHEMAS_CACHE is not None:
+        return _SCHEMAS_CACHE
+    from kubernetes.client import models
+    todo = list(_PY_KIND.values())
+    out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
+        "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
+        "(decimal SI, binary SI or exponent form).")}}
+    while todo:
+        name = todo.pop()
+        model = getattr(models, name, None)
+        if model is None or schema_name(name) in out:
+            continue
+        props: dict[str, Any] = {}
+        fields = getattr(model, "model_fields", {})
+        for attr, typ in model.openapi_types.items():
+            json_name = model.attribute_map[attr]
+            prop = _type_schema(typ, todo)
+            if json_name in _QUANTITY_MAPS and prop.get("additionalProperties") == {"type": "string"}:
+                prop["additionalProperties"] = {"$ref": f"#/components/schemas/{QUANTITY}"}
+            desc = getattr(fields.get(attr), "description", None)
+            if desc:
+                prop = ({"allOf": [prop]} if "$ref" in prop else prop) | {"description": desc}
+            key, strategy = PATCH_META.get((name, json_name), (None, None))
+            if strategy:
+                prop["x-kubernetes-patch-strategy"] = strategy
+                if key:
+                    prop["x-kubernetes-patch-merge-key"] = key
+            props[json_name] = prop
+        schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
+        kind = next((k for k, py in _PY_KIND.items() if py == name), None)
+        if kind:
+            schema["x-kubernetes-group-version-kind"] = [{"group": "", "kind": kind, "version": "v1"}]
+        out[schema_name(name)] = schema
+    _SCHEMAS_CACHE = out
+    return out
+
+
+_SCHEMAS_CACHE: dict[str, Any] | None = None

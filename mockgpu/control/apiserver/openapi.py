@@ -10,11 +10,12 @@ validates on the server and uses its compiled-in types for strategic merge patch
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES
+from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES, component_schemas
 
 ANY: Any = None
 MAP = "map[string]string"  # labels, annotations, data
@@ -172,7 +173,7 @@ def _path_for(plural: str, namespaced: bool) -> str:
 
 
 def openapi_v3_core() -> dict[str, Any]:
-    """``GET /openapi/v3/api/v1``: each kind's item path with PATCH accepting ``fieldValidation``."""
+    """``GET /openapi/v3/api/v1``: each kind's item path with PATCH accepting ``fieldValidation``, and schemas."""
     paths: dict[str, Any] = {}
     for plural, info in RESOURCES.items():
         if "patch" not in info.verbs:
@@ -183,10 +184,14 @@ def openapi_v3_core() -> dict[str, Any]:
               "parameters": [_FIELD_VALIDATION_PARAM], "responses": {"200": {"description": "OK"}}}
         paths[_path_for(plural, info.namespaced)] = {"patch": op}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
-            "components": {"schemas": {}}}
+            "components": {"schemas": component_schemas()}}
+
+
+@functools.cache
+def _digest() -> str:
+    return hashlib.sha512(json.dumps(openapi_v3_core(), sort_keys=True).encode()).hexdigest().upper()[:128]
 
 
 def openapi_v3_root() -> dict[str, Any]:
     """``GET /openapi/v3``: where each group-version's document is, with a content hash as upstream."""
-    digest = hashlib.sha512(json.dumps(openapi_v3_core(), sort_keys=True).encode()).hexdigest().upper()[:128]
-    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={digest}"}}}
+    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={_digest()}"}}}
