@@ -1,11 +1,12 @@
-"""Field schemas of the served kinds: strict decoding (``fieldValidation=Strict``) and ``/openapi/v3``.
+"""Field schemas of the served kinds: decode-time type checks, strict decoding and ``/openapi/v3``.
 
-The schema lists every field of the v1 types the kit uses, nested where the kit's objects nest and
-``ANY`` (accept whatever) for sub-trees the server only stores (volumes, probes, affinity, status...).
-Simplified against upstream: those ``ANY`` sub-trees are not checked for unknown fields, and the
-OpenAPI documents only carry what kubectl needs to learn that the server supports server-side field
-validation (the ``fieldValidation`` parameter on each kind's PATCH), not full type schemas; kubectl then
-validates on the server and uses its compiled-in types for strategic merge patches.
+``SCHEMAS`` lists every field of the v1 types the kit uses, typed where the server reads the value, nested
+where the kit's objects nest, and ``ANY`` for sub-trees the server only stores (volumes, probes, affinity,
+most of status). Simplified against upstream: those ``ANY`` sub-trees are neither type-checked nor checked
+for unknown fields. The OpenAPI v3 document advertises ``fieldValidation`` on each kind's PATCH (so kubectl
+validates on the server) and carries component schemas built from the official Python client's models
+(``discovery.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
+that field set is the client's, which may be newer than the Kubernetes version the server reports.
 """
 
 from __future__ import annotations
