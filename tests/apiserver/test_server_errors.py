@@ -188,3 +188,28 @@ def test_yaml_timestamps_become_strings(raw):
     code, data, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps", body, content_type="application/yaml")
     assert code == 201, data
     assert json.loads(data)["data"] == {"when": "2026-01-02"}
+
+
+@pytest.mark.parametrize("body,code", [
+    ({"gracePeriodSeconds": 2**70}, 400), ({"gracePeriodSeconds": 1.5}, 400), ({"gracePeriodSeconds": True}, 400),
+    ({"dryRun": 5}, 400), ({"dryRun": "All"}, 400), ({"preconditions": {"uid": 7}}, 409),
+], ids=["grace-beyond-int64", "grace-float", "grace-bool", "dryrun-int", "dryrun-string", "precondition-uid"])
+def test_bad_delete_options(raw, core, make_pod, body, code):
+    core.create_namespaced_pod("default", make_pod("victim"))
+    got, data, _ = raw.request("DELETE", POD_PATH + "/victim", json.dumps(body).encode())
+    assert got == code, data
+    assert core.read_namespaced_pod("victim", "default").metadata.deletion_timestamp is None
+
+
+def test_huge_and_negative_grace_on_a_bound_pod(raw, core, make_pod):
+    from kubernetes import client
+
+    core.create_namespaced_pod("default", make_pod("b"))
+    core.create_namespaced_pod_binding("b", "default", client.V1Binding(
+        metadata=client.V1ObjectMeta(name="b"), target=client.V1ObjectReference(kind="Node", name="gpu-0")),
+        _preload_content=False)
+    code, data, _ = raw.request("DELETE", POD_PATH + "/b?gracePeriodSeconds=99999999999999999")
+    assert code == 200, data
+    assert json.loads(data)["metadata"]["deletionGracePeriodSeconds"] == 99999999999999999
+    code, data, _ = raw.request("DELETE", POD_PATH + "/b?gracePeriodSeconds=-5")  # upstream: negative means 1s
+    assert code == 200 and json.loads(data)["metadata"]["deletionGracePeriodSeconds"] == 1

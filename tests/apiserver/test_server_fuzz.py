@@ -65,3 +65,20 @@ def test_mutated_objects_of_every_kind_never_500(raw, data, resource, method):
         target = item  # only pods, nodes and namespaces have a status subresource
     code, out, _ = raw.request(verb, target, json.dumps(body).encode(), content_type=ctype, timeout=5)
     assert code < 500, (verb, target, json.dumps(body)[:300], out[:400])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(options=hs.dictionaries(hs.sampled_from(["gracePeriodSeconds", "preconditions", "dryRun", "propagationPolicy",
+                                                "orphanDependents", "kind", "apiVersion"]), _ANY, max_size=4),
+       query=hs.sampled_from(["", "?gracePeriodSeconds=0", "?gracePeriodSeconds=-1", "?gracePeriodSeconds=x",
+                              "?dryRun=All", "?gracePeriodSeconds=9223372036854775808"]),
+       bound=hs.booleans())
+def test_random_delete_options_never_500(raw, options, query, bound):
+    pods = "/api/v1/namespaces/default/pods"
+    raw.json("DELETE", f"{pods}/d?gracePeriodSeconds=0")
+    pod = {"metadata": {"name": "d"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert raw.json("POST", pods, pod)[0] == 201
+    if bound:
+        raw.json("POST", f"{pods}/d/binding", {"metadata": {"name": "d"}, "target": {"kind": "Node", "name": "gpu-0"}})
+    code, out, _ = raw.request("DELETE", f"{pods}/d{query}", json.dumps(options).encode(), timeout=5)
+    assert code < 500, (query, options, out[:400])

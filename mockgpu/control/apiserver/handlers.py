@@ -25,6 +25,8 @@ _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletio
 
 
 def now_rfc3339(offset_s: float = 0) -> str:
+    """Now (plus ``offset_s``, capped at about 3000 years so a huge grace period cannot overflow)."""
+    offset_s = min(offset_s, 10**11)
     return (datetime.now(UTC) + timedelta(seconds=offset_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -203,7 +205,7 @@ class ResourceAPI:
         if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
             return 0
         if opts.grace_period is not None:
-            return max(0, opts.grace_period)
+            return 1 if opts.grace_period < 0 else opts.grace_period  # upstream: negative means 1 second
         current = obj["metadata"].get("deletionGracePeriodSeconds")
         if current is not None:
             return int(current)

@@ -148,16 +148,23 @@ def verb_of(method: str, t: Target, q: Any) -> str:
 
 
 def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
+    """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them."""
     grace = int_param(q, "gracePeriodSeconds")
     if grace is None and body.get("gracePeriodSeconds") is not None:
-        try:
-            grace = int(body["gracePeriodSeconds"])
-        except (TypeError, ValueError):
-            raise st.bad_request("gracePeriodSeconds must be an integer") from None
+        grace = body["gracePeriodSeconds"]
+        if not isinstance(grace, int) or isinstance(grace, bool):
+            raise st.bad_request(f"json: cannot unmarshal {_go_type(grace)} into Go struct field "
+                                 "DeleteOptions.gracePeriodSeconds of type int64")
+    if grace is not None and not -(2**63) <= grace < 2**63:
+        raise st.bad_request(f"gracePeriodSeconds {grace} is out of range for int64")
     pre = body.get("preconditions") if isinstance(body.get("preconditions"), dict) else {}
-    dry = "All" in q.getall("dryRun", []) or "All" in (body.get("dryRun") or [])
-    return DeleteOptions(grace_period=grace, uid=pre.get("uid"), resource_version=pre.get("resourceVersion"),
-                         dry_run=dry)
+    dry_body = body.get("dryRun") or []
+    if not isinstance(dry_body, list) or not all(isinstance(d, str) for d in dry_body):
+        raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type []string")
+    dry = "All" in q.getall("dryRun", []) or "All" in dry_body
+    uid, rv = pre.get("uid"), pre.get("resourceVersion")
+    return DeleteOptions(grace_period=grace, uid=None if uid is None else str(uid),
+                         resource_version=None if rv is None else str(rv), dry_run=dry)
 
 
 def sort_key(obj: Obj) -> tuple[str, str]:
