@@ -213,3 +213,19 @@ def test_huge_and_negative_grace_on_a_bound_pod(raw, core, make_pod):
     assert json.loads(data)["metadata"]["deletionGracePeriodSeconds"] == 99999999999999999
     code, data, _ = raw.request("DELETE", POD_PATH + "/b?gracePeriodSeconds=-5")  # upstream: negative means 1s
     assert code == 200 and json.loads(data)["metadata"]["deletionGracePeriodSeconds"] == 1
+
+
+@pytest.mark.parametrize("sub,body,code", [
+    ("binding", {"metadata": {"name": "tb"}, "target": {"kind": "Node", "name": {"x": 1}}}, 400),
+    ("binding", {"metadata": {"name": "other"}, "target": {"kind": "Node", "name": "gpu-0"}}, 400),
+    ("binding", {"metadata": [], "target": {"name": "gpu-0"}}, 400),
+    ("binding", {"target": {"kind": "Service", "name": "gpu-0"}}, 422),
+    ("eviction", {"metadata": {"name": "tb"}, "deleteOptions": [1]}, 400),
+    ("eviction", {"metadata": {"name": "tb"}, "deleteOptions": {"gracePeriodSeconds": "soon"}}, 400),
+], ids=["target-name-object", "name-mismatch", "metadata-list", "target-kind", "options-list", "grace-string"])
+def test_bad_binding_and_eviction_bodies(raw, core, make_pod, sub, body, code):
+    core.create_namespaced_pod("default", make_pod("tb"))
+    got, data, _ = raw.request("POST", f"{POD_PATH}/tb/{sub}", json.dumps(body).encode())
+    assert got == code, data
+    pod = core.read_namespaced_pod("tb", "default")
+    assert pod.spec.node_name is None and pod.metadata.deletion_timestamp is None

@@ -38,6 +38,7 @@ from mockgpu.control.apiserver.request import (
     wants_table,
 )
 from mockgpu.control.apiserver.store import Obj, Store
+from mockgpu.control.apiserver.validation import default_and_validate
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
 
 
@@ -150,14 +151,27 @@ class APIApp:
     async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
         ns = t.namespace or ""
         if t.sub in ("binding", "eviction") or t.info.plural == "bindings":
-            if not isinstance(body, dict):
+            if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
                 raise st.bad_request("the object provided is unrecognized (must be an object)")
-            name = t.name if t.sub else (body.get("metadata") or {}).get("name", "")
+            given = (body.get("metadata") or {}).get("name")
+            if t.sub and given not in (None, "", t.name):
+                raise st.bad_request(f"name in URL does not match name in {t.sub.capitalize()} object")
+            name = t.name if t.sub else given
+            if not isinstance(name, str) or not name:
+                raise st.bad_request("name is required in the Binding object")
             if t.sub == "eviction":
-                opts = delete_options(request.query, body.get("deleteOptions") or {})
-                self.api.delete(RESOURCES["pods"], ns, name, opts)
+                options = body.get("deleteOptions") or {}
+                if not isinstance(options, dict):
+                    raise st.bad_request("json: cannot unmarshal into Go struct field Eviction.deleteOptions of type "
+                                         "v1.DeleteOptions")
+                if not dry_run:
+                    self.api.delete(RESOURCES["pods"], ns, name, delete_options(request.query, options))
             else:
-                self.api.bind(ns, name, body)
+                binding = default_and_validate("Binding", {**body, "metadata": {**(body.get("metadata") or {}),
+                                                                                "name": name}},
+                                               namespace=ns, strict=strict)
+                if not dry_run:
+                    self.api.bind(ns, name, binding)
             return json_response(st.success_status(), 201)
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
