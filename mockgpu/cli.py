@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "mockgpu.commands.lab",
     "mockgpu.deviceplugin.command",
     "mockgpu.sim.command",
+    "mockgpu.commands.cluster",
 ]
 
 

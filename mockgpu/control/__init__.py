@@ -1,3 +1,3 @@
-"""The embedded control plane: API server and store, scheduler loop, fake kubelets and their
-process runtime. Imports ``deviceplugin``, ``config``, ``gpu`` and ``sched``; nothing below
-imports it."""
+"""The embedded control plane: the Kubernetes-compatible API server and store (``apiserver``),
+the scheduler loop, fake kubelets and their process runtime (``kubelet``). Imports
+``deviceplugin``, ``config``, ``gpu`` and ``sched``; nothing below imports it."""

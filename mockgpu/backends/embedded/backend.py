@@ -1,0 +1,79 @@
+"""``EmbeddedBackend``: the ``Backend`` behind ``mockgpu up/down/status --backend embedded``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.embedded import daemon
+from mockgpu.backends.embedded.cluster import destroy, prepare, publish
+from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
+from mockgpu.errors import MockgpuError
+
+
+class EmbeddedBackend:
+    """Clusters served by a local control-plane daemon on 127.0.0.1; state under ``$MOCKGPU_HOME``."""
+
+    name = "embedded"
+
+    def __init__(self, home: str | Path | None = None) -> None:
+        self.home = mockgpu_home(home)
+
+    def is_available(self) -> str | None:
+        return None  # pure Python: nothing to install
+
+    def up(self, opts: UpOptions) -> ClusterInfo:
+        if opts.device_plugin != "mockgpu":
+            raise MockgpuError(f"--device-plugin {opts.device_plugin} needs a real kubelet; use --backend kind",
+                               exit_code=2)
+        if opts.scheduler_config is not None and not Path(opts.scheduler_config).is_file():
+            raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
+        state = ClusterState(opts.name, self.home / opts.name)
+        kubeconfig = Path(opts.kubeconfig) if opts.kubeconfig else None
+        if opts.dry_run:
+            target = kubeconfig or state.default_kubeconfig
+            return ClusterInfo(opts.name, self.name, "https://127.0.0.1:<free port>", target,
+                               "would resume" if state.exists() else "would create")
+        config, created = prepare(state, opts.spec, kubeconfig=kubeconfig, scheduler_config=opts.scheduler_config,
+                                  device_plugin=opts.device_plugin)
+        try:
+            endpoint = daemon.running_endpoint(state)
+            how = "already running" if endpoint is not None else "created" if created else "resumed"
+            if endpoint is None:
+                daemon.spawn(state)
+                endpoint = daemon.wait_ready(state, config["token"])
+        except BaseException:
+            if created and not opts.retain:
+                destroy(state)
+            raise
+        port = int(endpoint["port"])
+        path = publish(state, config, port)
+        return ClusterInfo(opts.name, self.name, f"https://127.0.0.1:{port}", path, f"running ({how})")
+
+    def down(self, name: str) -> None:
+        state = ClusterState(name, self.home / name)
+        if not state.dir.exists():
+            raise MockgpuError(f"no embedded cluster named '{name}' (see mockgpu status)", exit_code=2)
+        daemon.stop(state)
+        destroy(state)
+
+    def list(self) -> list[ClusterInfo]:
+        out = []
+        if not self.home.is_dir():
+            return out
+        for d in sorted(self.home.iterdir()):
+            state = ClusterState(d.name, d)
+            if not state.exists():
+                continue
+            try:
+                config = state.read_config()
+            except MockgpuError:
+                continue
+            if config.get("backend") != "embedded":
+                continue
+            endpoint = daemon.running_endpoint(state)
+            port = (endpoint or {}).get("port") or config.get("port")
+            out.append(ClusterInfo(d.name, self.name, f"https://127.0.0.1:{port}" if port else "-",
+                                   Path(config.get("kubeconfig") or state.default_kubeconfig),
+                                   "running" if endpoint is not None else "stopped"))
+        return out

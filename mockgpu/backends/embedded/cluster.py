@@ -1,0 +1,155 @@
+"""Creating, resuming and describing embedded clusters; ``EmbeddedCluster`` is the Python API.
+
+``EmbeddedCluster("clusters/seed-4x2.yaml")`` serves the cluster from a thread of the calling process
+(fast; for notebooks and tests) or, with ``in_process=False``, from the same detached daemon that
+``mockgpu up`` starts. Both run ``APIServer`` over the same state dir layout, so a cluster made one way
+can be resumed the other way.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from mockgpu.backends.embedded import daemon
+from mockgpu.backends.embedded.kubeconfig import remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.embedded.state import ClusterState, new_config
+from mockgpu.backends.embedded.tls import ensure_serving_cert
+from mockgpu.config import ClusterSpec, load_spec
+from mockgpu.config.clusterspec import parse_spec
+from mockgpu.control.apiserver.server import APIServer
+
+EMPTY_SPEC = {"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec", "metadata": {"name": "mockgpu"},
+              "spec": {"nodePools": []}}
+
+
+def resolve_spec(spec: str | Path | ClusterSpec | None) -> ClusterSpec:
+    if spec is None:
+        return parse_spec(EMPTY_SPEC)
+    if isinstance(spec, ClusterSpec):
+        return spec
+    return load_spec(spec)
+
+
+def prepare(state: ClusterState, spec: ClusterSpec | None, *, kubeconfig: Path | None = None,
+            scheduler_config: Path | None = None, device_plugin: str = "mockgpu") -> tuple[dict[str, Any], bool]:
+    """(config, created): the existing cluster's config when its state exists (resume), else a new one."""
+    kubeconfig = Path(kubeconfig).expanduser().absolute() if kubeconfig is not None else None
+    if state.exists():
+        config = state.read_config()
+        if kubeconfig is not None and str(kubeconfig) != config.get("kubeconfig"):
+            config["kubeconfig"] = str(kubeconfig)
+            state.write_config(config)
+        return config, False
+    spec = spec or resolve_spec(None)
+    sched = scheduler_config or spec.scheduler_config_path()
+    config = new_config(state.name, scheduler_config=Path(sched).resolve() if sched else None,
+                        kubeconfig=Path(kubeconfig or state.default_kubeconfig), device_plugin=device_plugin)
+    state.save_spec(spec)
+    ensure_serving_cert(state.cert_file, state.key_file, state.name)
+    state.write_config(config)
+    return config, True
+
+
+def publish(state: ClusterState, config: dict[str, Any], port: int) -> Path:
+    """Record the port and write the kubeconfig that points at it."""
+    if config.get("port") != port:
+        config["port"] = port
+        state.write_config(config)
+    return write_kubeconfig(Path(config["kubeconfig"]), state.name, f"https://127.0.0.1:{port}", config["token"],
+                            state.cert_file.read_bytes())
+
+
+def destroy(state: ClusterState) -> None:
+    """Remove the cluster's kubeconfig entries (when kept outside the state dir) and its state dir."""
+    if state.exists():
+        kc = Path(state.read_config().get("kubeconfig") or state.default_kubeconfig)
+        if state.dir not in kc.parents:
+            remove_kubeconfig(kc, state.name)
+    shutil.rmtree(state.dir, ignore_errors=True)
+
+
+class EmbeddedCluster:
+    """A mockgpu cluster with the embedded control plane; a context manager that starts and stops it.
+
+    >>> with EmbeddedCluster("clusters/seed-4x2.yaml", home=tmp) as c:   # doctest: +SKIP
+    ...     kubernetes.client.CoreV1Api(c.api_client()).list_node()
+    """
+
+    def __init__(self, spec: str | Path | ClusterSpec | None = None, *, name: str | None = None,
+                 home: str | Path | None = None, kubeconfig: str | Path | None = None, in_process: bool = True,
+                 delete_on_exit: bool = False, bookmark_interval: float = 5.0, history: int = 10000) -> None:
+        self.spec = resolve_spec(spec)
+        self.name = name or self.spec.name
+        self.state = ClusterState.of(self.name, home)
+        self.in_process = in_process
+        self.delete_on_exit = delete_on_exit
+        self.bookmark_interval = bookmark_interval
+        self.history = history  # watch events kept for resuming (older versions get 410 Gone)
+        self._kubeconfig = Path(kubeconfig) if kubeconfig else None
+        self.server: APIServer | None = None
+        self.config: dict[str, Any] = {}
+        self.url = ""
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.config.get("kubeconfig") or self._kubeconfig or self.state.default_kubeconfig)
+
+    @property
+    def token(self) -> str:
+        return str(self.config["token"])
+
+    def start(self) -> EmbeddedCluster:
+        self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig)
+        try:
+            if self.in_process:
+                self.server = daemon.make_server(self.state, mode="thread", bookmark_interval=self.bookmark_interval,
+                                                 history=self.history)
+                self.server.start_background()
+                port = self.server.port
+            else:
+                endpoint = daemon.running_endpoint(self.state)
+                if endpoint is None:
+                    daemon.spawn(self.state)
+                    endpoint = daemon.wait_ready(self.state, self.token)
+                port = int(endpoint["port"])
+        except BaseException:
+            if created:
+                destroy(self.state)
+            raise
+        self.url = f"https://127.0.0.1:{port}"
+        publish(self.state, self.config, port)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; the state stays, so ``start()`` resumes the same cluster."""
+        if self.server is not None:
+            self.server.stop_background()
+            self.server = None
+        elif not self.in_process:
+            daemon.stop(self.state)
+
+    def delete(self) -> None:
+        self.stop()
+        destroy(self.state)
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` for this cluster (no kubeconfig file needed)."""
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        cfg.host = self.url
+        cfg.ssl_ca_cert = str(self.state.cert_file)
+        cfg.api_key = {"authorization": self.token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        return client.ApiClient(cfg)
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.delete_on_exit:
+            self.delete()
+        else:
+            self.stop()

@@ -1,0 +1,107 @@
+"""Where an embedded cluster keeps its state, and the files in it.
+
+Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``):
+
+- ``cluster.json``   name, token, port, scheduler config, kubeconfig path (written by ``up``)
+- ``spec.yaml``      the cluster spec the cluster was created from (resume reads it)
+- ``store.db``       the API server's SQLite database (+ ``-wal``/``-shm``)
+- ``apiserver.log``  the control-plane daemon's log
+- ``endpoint.json``  pid and port of the running server; ``apiserver.lock`` is held while it runs
+- ``kubeconfig``     default kubeconfig (mode 0600)
+- ``apiserver.crt``, ``apiserver.key``  the self-signed serving certificate (kubectl needs TLS)
+- ``logs/<ns>_<pod>_<uid>/<container>.log``  container output, written by the kubelet
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mockgpu.config import ClusterSpec, load_spec
+from mockgpu.errors import MockgpuError
+
+
+def mockgpu_home(home: str | Path | None = None) -> Path:
+    """``home``, else ``$MOCKGPU_HOME``, else ``~/.mockgpu``."""
+    if home is not None:
+        return Path(home).expanduser().absolute()
+    env = os.environ.get("MOCKGPU_HOME")
+    return Path(env).expanduser().absolute() if env else Path.home() / ".mockgpu"
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """The state dir of one cluster and the names of its files."""
+
+    name: str
+    dir: Path
+
+    @classmethod
+    def of(cls, name: str, home: str | Path | None = None) -> ClusterState:
+        return cls(name, mockgpu_home(home) / name)
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "cluster.json"
+
+    @property
+    def spec_file(self) -> Path:
+        return self.dir / "spec.yaml"
+
+    @property
+    def cert_file(self) -> Path:
+        return self.dir / "apiserver.crt"
+
+    @property
+    def key_file(self) -> Path:
+        return self.dir / "apiserver.key"
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "apiserver.log"
+
+    @property
+    def default_kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def pod_logs_dir(self) -> Path:
+        return self.dir / "logs"
+
+    def exists(self) -> bool:
+        return self.config_file.is_file()
+
+    def read_config(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.config_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise MockgpuError(f"cluster '{self.name}' has no readable state in {self.dir} ({exc}); "
+                               f"remove that folder or run mockgpu down --name {self.name}") from None
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.config_file.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the token
+        with os.fdopen(fd, "w") as fh:
+            json.dump(config, fh, indent=2)
+        tmp.replace(self.config_file)
+
+    def load_spec(self) -> ClusterSpec:
+        return load_spec(self.spec_file)
+
+    def save_spec(self, spec: ClusterSpec) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = spec.model_dump(mode="json", by_alias=True, exclude={"source"})
+        self.spec_file.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def new_config(name: str, *, scheduler_config: Path | None, kubeconfig: Path, device_plugin: str) -> dict[str, Any]:
+    return {"name": name, "backend": "embedded", "token": secrets.token_urlsafe(32), "port": 0,
+            "schedulerConfig": str(scheduler_config) if scheduler_config else None,
+            "kubeconfig": str(kubeconfig), "devicePlugin": device_plugin}

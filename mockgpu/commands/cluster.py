@@ -1,0 +1,98 @@
+"""``mockgpu up``, ``mockgpu down`` and ``mockgpu status``: clusters through the backend protocol."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mockgpu.backends.base import BACKENDS, UpOptions, get_backend
+from mockgpu.errors import MockgpuError
+
+DEFAULT_NAME = "mockgpu"  # the cluster name when neither --spec nor --name says one
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    up = sub.add_parser("up", help="create or resume a cluster; prints the kubeconfig path last")
+    up.add_argument("--spec", type=Path, help="cluster spec (clusters/*.yaml); default: no nodes")
+    up.add_argument("--name", help="cluster name (default: the spec's metadata.name)")
+    up.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default: in the state dir)")
+    up.add_argument("--backend", default="embedded", choices=sorted(BACKENDS))
+    up.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration overriding the spec's")
+    up.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    up.add_argument("--device-plugin", default="mockgpu", choices=["mockgpu", "fake-gpu-operator"])
+    up.add_argument("--retain", action="store_true", help="keep a half-created cluster for debugging")
+    up.set_defaults(func=run_up)
+
+    down = sub.add_parser("down", help="stop a cluster and delete its state")
+    down.add_argument("--name", help="cluster name (default: the only cluster of the backend)")
+    down.add_argument("--backend", default="embedded", choices=sorted(BACKENDS))
+    down.set_defaults(func=run_down)
+
+    status = sub.add_parser("status", help="list clusters and their endpoints")
+    status.set_defaults(func=run_status)
+
+
+def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported lazily)
+    from mockgpu.backends.embedded.cluster import resolve_spec
+    from mockgpu.backends.embedded.state import ClusterState
+
+    if args.spec is not None:
+        return resolve_spec(args.spec)
+    if args.name and args.backend == "embedded":
+        state = ClusterState.of(args.name)
+        if state.spec_file.exists():
+            return state.load_spec()  # resume with the spec the cluster was made from
+    return resolve_spec(None)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    backend = get_backend(args.backend)
+    missing = backend.is_available()
+    if missing:
+        raise MockgpuError(missing, exit_code=2)
+    spec = _spec_for(args)
+    name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
+    opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,
+                     dry_run=args.dry_run, device_plugin=args.device_plugin, retain=args.retain)
+    info = backend.up(opts)
+    nodes = sum(1 for _ in spec.nodes())
+    print(f"cluster '{info.name}' ({info.backend}, {nodes} nodes in its spec): {info.state} at {info.endpoint}")
+    if "resumed" in info.state or "already" in info.state:
+        print(f"(an existing cluster keeps its own spec and objects; mockgpu down --name {info.name} to recreate)")
+    print(info.kubeconfig)
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    backend = get_backend(args.backend)
+    name = args.name
+    if name is None:
+        names = [c.name for c in backend.list()]
+        if len(names) != 1:
+            raise MockgpuError(f"say which cluster with --name (clusters: {', '.join(names) or 'none'})",
+                               exit_code=2)
+        name = names[0]
+    backend.down(name)
+    print(f"cluster '{name}' deleted")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    rows = []
+    for name in BACKENDS:
+        try:
+            backend = get_backend(name)
+            if backend.is_available() is None:
+                rows.extend(backend.list())
+        except (ImportError, AttributeError):
+            continue  # that backend is not part of this checkout
+        except MockgpuError as exc:  # one broken backend must not hide the others' clusters
+            print(f"mockgpu: {name}: {exc}", file=sys.stderr)
+    if not rows:
+        print("no clusters")
+        return 0
+    print(f"{'NAME':<20} {'BACKEND':<10} {'STATE':<9} {'ENDPOINT':<28} KUBECONFIG")
+    for c in rows:
+        print(f"{c.name:<20} {c.backend:<10} {c.state:<9} {c.endpoint:<28} {c.kubeconfig}")
+    return 0

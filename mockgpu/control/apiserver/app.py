@@ -1,0 +1,286 @@
+"""The HTTP face of the API server: kube-apiserver's URL layout, verbs, content types and responses.
+
+Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]`` plus discovery
+(``/api``, ``/api/v1``, ``/apis``, ``/version``), ``/openapi/v3`` and health checks. Request bodies may be
+JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON, or a ``meta.k8s.io/v1`` Table
+when the Accept header asks for one (kubectl get). Reading requests is ``request``; the verbs are in
+``handlers``; watches in ``watch``; logs in ``podlogs``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from mockgpu.control.apiserver import discovery, openapi, protobuf
+from mockgpu.control.apiserver import status as st
+from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
+from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
+from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.podlogs import serve_log
+from mockgpu.control.apiserver.request import (
+    JSON,
+    PATCH_TYPES,
+    Target,
+    check_type_meta_types,
+    decode_body,
+    decode_continue,
+    delete_options,
+    encode_continue,
+    int_param,
+    json_response,
+    not_found_path,
+    parse_path,
+    sort_key,
+    verb_of,
+    wants_table,
+)
+from mockgpu.control.apiserver.store import Obj, Store
+from mockgpu.control.apiserver.validation import default_and_validate
+from mockgpu.control.apiserver.watch import WatchHub, serve_watch
+
+
+class APIApp:
+    """The aiohttp application over one store."""
+
+    def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0) -> None:
+        self.store = store
+        self.state_dir = Path(state_dir)
+        self.hub = WatchHub(store)
+        self.api = ResourceAPI(store)
+        self.bookmark_interval = bookmark_interval
+        self.address = "127.0.0.1:0"
+        self.app = web.Application(middlewares=[guard(token)], client_max_size=MAX_BODY_BYTES)
+        self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
+
+    # ---- routing -----------------------------------------------------------------------------------------
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        accept = request.headers.get("Accept", "")
+        if request.method == "GET":
+            simple = self._simple_get(path, accept)
+            if simple is not None:
+                return simple
+        if path.startswith("/api/v1/"):
+            return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
+        raise not_found_path()
+
+    def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return json_response(discovery.version_info())
+        if path == "/api":
+            if discovery.wants_aggregated(accept):
+                return json_response(discovery.aggregated_core_discovery(),
+                                     content_type=discovery.AGGREGATED_CONTENT_TYPE)
+            return json_response(discovery.api_versions(self.address))
+        if path == "/api/v1":
+            return json_response(discovery.api_resource_list_v1())
+        if path == "/apis":
+            if discovery.wants_aggregated(accept):
+                return json_response(discovery.aggregated_group_discovery(),
+                                     content_type=discovery.AGGREGATED_CONTENT_TYPE)
+            return json_response(discovery.api_group_list())
+        if path == "/openapi/v2":
+            if "proto-openapi.spec.v2" in accept:
+                body = protobuf.openapi_v2_document("Kubernetes", discovery.GIT_VERSION)
+                return web.Response(body=body, content_type=protobuf.OPENAPI_V2_CONTENT_TYPE)
+            return json_response({"swagger": "2.0", "info": {"title": "Kubernetes", "version": discovery.GIT_VERSION},
+                                  "paths": {}, "definitions": {}})
+        if path == "/openapi/v3":
+            return json_response(openapi.openapi_v3_root())
+        if path == "/openapi/v3/api/v1":
+            return json_response(openapi.openapi_v3_core())
+        return None
+
+    async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
+        method, q = request.method, request.query
+        verb = verb_of(method, t, q)
+        allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
+            else t.info.verbs
+        if verb not in allowed and not (t.sub == "log" and verb == "get"):
+            raise st.method_not_allowed(method, t.info.kind)
+        if t.info.namespaced and t.namespace is None and verb not in ("list", "watch"):
+            raise not_found_path()
+        ns = t.namespace or ""
+        if verb == "watch":
+            return await serve_watch(request, self, t.info, t.namespace, t.name)
+        if verb == "list":
+            return self._list(request, t.info, t.namespace)
+        if verb == "get":
+            obj = self.api.get(t.info, ns, t.name or "")
+            if t.sub == "log":
+                return await serve_log(request, self.state_dir, obj,
+                                       lambda: self.store.get("pods", ns, t.name or ""))
+            return self._object_response(request, t.info, obj)
+        body = await self._body(request) if method in ("POST", "PUT", "PATCH") else None
+        dry_run = "All" in q.getall("dryRun", [])
+        strict = q.get("fieldValidation") == "Strict"
+        if verb == "create":
+            return await self._create(request, t, body, dry_run, strict)
+        if verb in ("update", "patch"):
+            name = t.name or ""
+            if verb == "update":
+                if not isinstance(body, dict):
+                    raise st.bad_request("the object provided is unrecognized (must be an object)")
+                obj = self.api.update(t.info, ns, name, body, sub=t.sub, dry_run=dry_run, strict=strict)
+            else:
+                obj = self._patch(request, t, body, dry_run, strict)
+            return self._object_response(request, t.info, obj)
+        if verb == "delete":
+            return await self._delete(request, t)
+        if verb == "deletecollection":
+            return await self._delete_collection(request, t)
+        raise st.method_not_allowed(method, t.info.kind)
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if len(raw) > MAX_BODY_BYTES:
+            raise st.too_large()
+        body = decode_body(raw, request.headers.get("Content-Type", JSON))
+        if request.method != "PATCH":
+            check_type_meta_types(body)
+        return body
+
+    # ---- verbs -------------------------------------------------------------------------------------------
+
+    async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
+        ns = t.namespace or ""
+        if t.sub in ("binding", "eviction") or t.info.plural == "bindings":
+            if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
+                raise st.bad_request("the object provided is unrecognized (must be an object)")
+            given = (body.get("metadata") or {}).get("name")
+            if t.sub and given not in (None, "", t.name):
+                raise st.bad_request(f"name in URL does not match name in {t.sub.capitalize()} object")
+            name = t.name if t.sub else given
+            if not isinstance(name, str) or not name:
+                raise st.bad_request("name is required in the Binding object")
+            if t.sub == "eviction":
+                options = body.get("deleteOptions") or {}
+                if not isinstance(options, dict):
+                    raise st.bad_request("json: cannot unmarshal into Go struct field Eviction.deleteOptions of type "
+                                         "v1.DeleteOptions")
+                if not dry_run:
+                    self.api.delete(RESOURCES["pods"], ns, name, delete_options(request.query, options))
+            else:
+                binding = default_and_validate("Binding", {**body, "metadata": {**(body.get("metadata") or {}),
+                                                                                "name": name}},
+                                               namespace=ns, strict=strict)
+                if not dry_run:
+                    self.api.bind(ns, name, binding)
+            return json_response(st.success_status(), 201)
+        if t.name is not None:
+            raise st.method_not_allowed("POST", t.info.kind)
+        if not isinstance(body, dict):
+            raise st.bad_request("the object provided is unrecognized (must be an object)")
+        obj = self.api.create(t.info, ns, body, dry_run=dry_run, strict=strict)
+        return self._object_response(request, t.info, obj, 201)
+
+    def _patch(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
+        from mockgpu.control.apiserver.patch import apply_patch
+
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ctype not in PATCH_TYPES:
+            raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
+        ns, name = t.namespace or "", t.name or ""
+        current = self.api.get(t.info, ns, name)
+        patched = apply_patch(current, body, ctype)
+        check_type_meta_types(patched)
+        return self.api.patched(t.info, ns, name, patched, sub=t.sub, dry_run=dry_run, strict=strict)
+
+    async def _delete(self, request: web.Request, t: Target) -> web.Response:
+        raw = await request.read()
+        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        opts = delete_options(request.query, body if isinstance(body, dict) else {})
+        obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
+        if t.info.plural in ("pods", "namespaces") or not removed:
+            return json_response(obj)
+        meta = obj["metadata"]
+        return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))
+
+    async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
+        raw = await request.read()
+        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        opts = delete_options(request.query, body if isinstance(body, dict) else {})
+        for obj in list(self.select(request.query, t.info, t.namespace)):
+            meta = obj["metadata"]
+            self.api.delete(t.info, meta.get("namespace", ""), meta["name"], opts)
+        return json_response(st.success_status())
+
+    # ---- reads -------------------------------------------------------------------------------------------
+
+    def matcher(self, q: Any, info: ResourceInfo) -> Any:
+        """A predicate for the request's labelSelector and fieldSelector (400 when malformed)."""
+        from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
+
+        labels = parse_label_selector(q.get("labelSelector", ""))
+        fields = parse_field_selector(q.get("fieldSelector", ""), info.kind)
+
+        def matches(obj: Obj) -> bool:
+            return labels.matches(obj["metadata"].get("labels") or {}) and fields.matches(obj)
+
+        return matches
+
+    def select(self, q: Any, info: ResourceInfo, ns: str | None) -> list[Obj]:
+        matches = self.matcher(q, info)
+        return [o for o in self.store.list(info.plural, ns) if matches(o)]
+
+    def _list(self, request: web.Request, info: ResourceInfo, ns: str | None) -> web.Response:
+        q = request.query
+        rv = self._check_list_rv(q)
+        items = self.select(q, info, ns)
+        limit = int_param(q, "limit")
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        token = q.get("continue")
+        if token:
+            start = decode_continue(token)
+            items = [o for o in items if sort_key(o) > start]
+        if limit and limit > 0 and len(items) > limit:
+            rest = len(items) - limit
+            items = items[:limit]
+            meta["continue"] = encode_continue(rv, sort_key(items[-1]))
+            meta["remainingItemCount"] = rest
+        table = wants_table(request.headers.get("Accept", ""))
+        if table:
+            out = self.table(info, items, q, table)
+            out.setdefault("metadata", {}).update(meta)
+            return json_response(out)
+        return json_response({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
+                              "items": items})
+
+    def _check_list_rv(self, q: Any) -> int:
+        """List semantics of resourceVersion: unset/"0" → now; NotOlderThan a future version → 504;
+        Exact → only the current version can be served (older snapshots are not kept)."""
+        rv = self.store.rv
+        given = q.get("resourceVersion", "")
+        if given in ("", "0"):
+            return rv
+        try:
+            wanted = int(given)
+        except ValueError:
+            raise st.bad_request(f'invalid resource version "{given}"') from None
+        if wanted > rv:
+            raise st.server_timeout(f"Too large resource version: {wanted}, current: {rv}")
+        if q.get("resourceVersionMatch") == "Exact" and wanted != rv:
+            raise st.too_old_resource_version(wanted, rv)
+        return rv
+
+    def table(self, info: ResourceInfo, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
+        from mockgpu.control.apiserver.tables import to_table
+
+        out = to_table(info.kind, items, include_object=q.get("includeObject", "Metadata"))
+        if version != "v1":
+            out["apiVersion"] = f"meta.k8s.io/{version}"
+        return out
+
+    def _object_response(self, request: web.Request, info: ResourceInfo, obj: Obj, status: int = 200) -> web.Response:
+        table = wants_table(request.headers.get("Accept", ""))
+        if table:
+            out = self.table(info, [obj], request.query, table)
+            out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
+            return json_response(out, status)
+        return json_response(obj, status)

@@ -1,0 +1,157 @@
+"""Defaulting of created objects, as kube-apiserver's v1 defaulters and default admission plugins do.
+
+Covers ``SetDefaults_Pod``/``_Container``/``_NodeStatus``/``_Namespace``, the pod strategy's
+``PrepareForCreate`` (status reset to Pending with its QoS class), and the admission plugins that every
+cluster runs: DefaultTolerationSeconds and Priority (no PriorityClasses: priority 0). Simplified: the
+ServiceAccount plugin only names the ``default`` account; it mounts no projected token volume.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mockgpu.quantity import QuantityError, parse_quantity
+
+DEFAULT_TOLERATION_SECONDS = 300
+_NOEXEC_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def image_pull_policy(image: str) -> str:
+    """``Always`` for ``:latest`` or an untagged image, otherwise ``IfNotPresent`` (digests count as tags)."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _default_container(c: dict[str, Any]) -> None:
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    image = c.get("image")
+    c.setdefault("imagePullPolicy", image_pull_policy(image) if isinstance(image, str) and image else "IfNotPresent")
+    resources = c.setdefault("resources", {})
+    if isinstance(resources, dict):
+        limits = resources.get("limits")
+        if isinstance(limits, dict) and limits:
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, value in limits.items():
+                    requests.setdefault(name, value)
+    for port in c.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+    for env in c.get("env") or []:
+        ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
+
+
+def _tolerates(tolerations: list[dict[str, Any]], key: str) -> bool:
+    for t in tolerations:
+        if not isinstance(t, dict):
+            continue
+        effect_ok = t.get("effect", "") in ("", "NoExecute")
+        key_ok = t.get("key", "") == key or (t.get("key", "") == "" and t.get("operator") == "Exists")
+        if effect_ok and key_ok:
+            return True
+    return False
+
+
+def add_default_tolerations(spec: dict[str, Any]) -> None:
+    """DefaultTolerationSeconds admission: tolerate not-ready/unreachable NoExecute for 300 s."""
+    tolerations = spec.setdefault("tolerations", [])
+    if not isinstance(tolerations, list):
+        return
+    for key in _NOEXEC_TAINTS:
+        if not _tolerates(tolerations, key):
+            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+
+
+def _q(value: Any) -> Any:
+    try:
+        return parse_quantity(value)
+    except (QuantityError, TypeError, ValueError):
+        return None
+
+
+def qos_class(pod: dict[str, Any]) -> str:
+    """upstream ``GetPodQOS``: Guaranteed, Burstable or BestEffort, from cpu and memory only."""
+    spec = pod.get("spec") or {}
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    guaranteed = True
+    for c in containers:
+        res = (c.get("resources") or {}) if isinstance(c, dict) else {}
+        creq = {k: _q(v) for k, v in (res.get("requests") or {}).items() if k in ("cpu", "memory")}
+        clim = {k: _q(v) for k, v in (res.get("limits") or {}).items() if k in ("cpu", "memory")}
+        for k, v in creq.items():
+            if v:
+                requests[k] = requests.get(k, 0) + v
+        for k, v in clim.items():
+            if v:
+                limits[k] = limits.get(k, 0) + v
+        if set(k for k, v in clim.items() if v) != {"cpu", "memory"}:
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and all(requests.get(k) == limits.get(k) for k in ("cpu", "memory")):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]:
+    """The pod as the API server stores it on create: v1 defaults, admission defaults, fresh status."""
+    pod = copy.deepcopy(pod)
+    spec = pod.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return pod
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _default_container(c)
+    if creating:
+        spec.setdefault("serviceAccountName", "default")
+        spec["serviceAccount"] = spec["serviceAccountName"]
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        add_default_tolerations(spec)
+        pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
+    return pod
+
+
+def default_node(node: dict[str, Any]) -> dict[str, Any]:
+    """``SetDefaults_NodeStatus``: allocatable defaults to capacity."""
+    node = copy.deepcopy(node)
+    node.setdefault("spec", {})
+    status = node.setdefault("status", {})
+    if isinstance(status, dict) and "capacity" in status and not status.get("allocatable"):
+        status["allocatable"] = copy.deepcopy(status["capacity"])
+    return node
+
+
+def default_namespace(ns: dict[str, Any]) -> dict[str, Any]:
+    """Finalizer ``kubernetes``, phase Active, and the ``kubernetes.io/metadata.name`` label."""
+    ns = copy.deepcopy(ns)
+    meta = ns.setdefault("metadata", {})
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        labels = meta.get("labels") or {}
+        labels["kubernetes.io/metadata.name"] = name
+        meta["labels"] = labels
+    spec = ns.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec.setdefault("finalizers", ["kubernetes"])
+    status = ns.setdefault("status", {})
+    if isinstance(status, dict):
+        status.setdefault("phase", "Active")
+    return ns

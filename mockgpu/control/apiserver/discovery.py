@@ -1,0 +1,270 @@
+"""API discovery documents: ``/version``, ``/api``, ``/api/v1``, ``/apis`` and the resource catalogue.
+
+kubectl and the Python client find resources through these documents, so their shape follows
+kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
+the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
+embedded server; ``/apis`` therefore lists no groups unless the server passes some in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The Kubernetes minor whose behaviour (validation texts, printers, defaults) the server models; equal to
+#: the kubectl shipped on the dev machine (1.32) so kubectl 1.31-1.33 run inside the supported version skew.
+KUBE_MAJOR, KUBE_MINOR = "1", "32"
+GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-mockgpu"
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+_ALL = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+_NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
+_STATUS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True)
+class Subresource:
+    """``pods/status`` style entry: its kind and verbs, and the group/version of a foreign kind."""
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    """One served resource: what discovery advertises and what the server needs to route it."""
+
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    verbs: tuple[str, ...] = _ALL
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[Subresource, ...] = field(default_factory=tuple)
+    group: str = ""
+    version: str = "v1"
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+RESOURCES: dict[str, ResourceInfo] = {
+    "pods": ResourceInfo("pods", "pod", "Pod", True, _ALL, ("po",), ("all",), (
+        Subresource("binding", "Binding", ("create",)),
+        Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
+        Subresource("log", "Pod", ("get",)),
+        Subresource("status", "Pod", _STATUS),
+    )),
+    "nodes": ResourceInfo("nodes", "node", "Node", False, _ALL, ("no",), (), (
+        Subresource("status", "Node", _STATUS),
+    )),
+    "namespaces": ResourceInfo("namespaces", "namespace", "Namespace", False, _NO_COLLECTION, ("ns",), (), (
+        Subresource("status", "Namespace", _STATUS),
+    )),
+    "events": ResourceInfo("events", "event", "Event", True, _ALL, ("ev",)),
+    "configmaps": ResourceInfo("configmaps", "configmap", "ConfigMap", True, _ALL, ("cm",)),
+    "serviceaccounts": ResourceInfo("serviceaccounts", "serviceaccount", "ServiceAccount", True, _ALL, ("sa",)),
+    "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
+}
+
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()}
+
+
+def version_info(platform: str = "linux/amd64") -> dict[str, str]:
+    """``GET /version`` (``version.Info``)."""
+    return {"major": KUBE_MAJOR, "minor": KUBE_MINOR, "gitVersion": GIT_VERSION,
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc", "platform": platform}
+
+
+def api_versions(server_address: str = "127.0.0.1:0") -> dict[str, Any]:
+    """``GET /api`` (``APIVersions``)."""
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+
+
+def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
+                            "kind": info.kind, "verbs": list(info.verbs)}
+    if info.short_names:
+        main["shortNames"] = list(info.short_names)
+    if info.categories:
+        main["categories"] = list(info.categories)
+    out = [main]
+    for sub in info.subresources:
+        entry: dict[str, Any] = {"name": f"{info.plural}/{sub.name}", "singularName": "",
+                                 "namespaced": info.namespaced, "kind": sub.kind, "verbs": list(sub.verbs)}
+        if sub.group:
+            entry["group"], entry["version"] = sub.group, sub.version
+        out.append(entry)
+    return out
+
+
+def api_resource_list_v1() -> dict[str, Any]:
+    """``GET /api/v1`` (``APIResourceList``), resources sorted by name like upstream."""
+    resources = [e for info in RESOURCES.values() for e in _entries(info)]
+    return {"kind": "APIResourceList", "groupVersion": "v1", "resources": sorted(resources, key=lambda e: e["name"])}
+
+
+def api_group_list(groups: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """``GET /apis`` (``APIGroupList``); the embedded server serves no named groups by default."""
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
+
+
+def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": info.plural, "responseKind": {"group": "", "version": info.version, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster", "singularResource": info.singular,
+        "verbs": list(info.verbs)}
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    subs = [{"subresource": s.name, "responseKind": {"group": s.group, "version": s.version or "v1", "kind": s.kind},
+             "verbs": list(s.verbs)} for s in info.subresources]
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated_core_discovery() -> dict[str, Any]:
+    """``GET /api`` with the aggregated-discovery Accept header (served as ``AGGREGATED_CONTENT_TYPE``)."""
+    resources = [_aggregated_resource(RESOURCES[name]) for name in sorted(RESOURCES)]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": [{"metadata": {"creationTimestamp": None},
+                       "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]}]}
+
+
+def aggregated_group_discovery() -> dict[str, Any]:
+    """``GET /apis`` with the aggregated-discovery Accept header: no named groups."""
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []}
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether an Accept header asks for aggregated discovery v2 before plain JSON (kubectl ≥ 1.30 does)."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if {"g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"} <= params:
+            return True
+        if part.split(";")[0].strip() in ("application/json", "*/*"):
+            return False
+    return False
+
+
+def resource_for(name: str) -> ResourceInfo | None:
+    """A resource by plural, singular, kind or short name (as kubectl users type them)."""
+    lowered = name.lower()
+    for info in RESOURCES.values():
+        if lowered in (info.plural, info.singular, info.kind.lower()) or lowered in info.short_names:
+            return info
+    return None
+
+
+# ---- OpenAPI v3 component schemas (for ``kubectl explain`` and kubectl's patch computation) ---------------------
+
+_META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
+               "StatusCause", "Time", "MicroTime"}
+_PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
+            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding"}
+#: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say
+PATCH_META: dict[tuple[str, str], tuple[str, str]] = {
+    ("V1ObjectMeta", "ownerReferences"): ("uid", "merge"), ("V1ObjectMeta", "finalizers"): ("", "merge"),
+    **{("V1PodSpec", f): ("name", "merge") for f in ("containers", "initContainers", "ephemeralContainers",
+                                                       "imagePullSecrets", "schedulingGates")},
+    ("V1PodSpec", "volumes"): ("name", "merge,retainKeys"),
+    ("V1PodSpec", "resourceClaims"): ("name", "merge,retainKeys"),
+    ("V1PodSpec", "hostAliases"): ("ip", "merge"), ("V1PodSpec", "topologySpreadConstraints"): ("topologyKey", "merge"),
+    **{(c, f): (k, "merge") for c in ("V1Container", "V1EphemeralContainer")
+       for f, k in (("ports", "containerPort"), ("env", "name"), ("volumeMounts", "mountPath"),
+                    ("volumeDevices", "devicePath"))},
+    ("V1PodStatus", "conditions"): ("type", "merge"), ("V1PodStatus", "podIPs"): ("ip", "merge"),
+    ("V1PodStatus", "hostIPs"): ("ip", "merge"), ("V1NodeStatus", "conditions"): ("type", "merge"),
+    ("V1NodeStatus", "addresses"): ("type", "merge"), ("V1NodeSpec", "podCIDRs"): ("", "merge"),
+    ("V1ServiceAccount", "secrets"): ("name", "merge"),
+}
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_MAPS = {"limits", "requests", "capacity", "allocatable", "overhead", "hard", "used"}
+_PRIMITIVES = {"str": {"type": "string"}, "int": {"type": "integer", "format": "int64"}, "bool": {"type": "boolean"},
+               "float": {"type": "number", "format": "double"}, "datetime": {"type": "string", "format": "date-time"},
+               "date": {"type": "string", "format": "date"}, "object": {"type": "object"},
+               "bytes": {"type": "string", "format": "byte"}, "bytearray": {"type": "string", "format": "byte"}}
+
+
+def schema_name(model: str) -> str:
+    """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
+    short = model.removeprefix("CoreV1").removeprefix("V1")
+    if short in _META_TYPES:
+        return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
+    return f"io.k8s.api.core.v1.{short}"
+
+
+def _type_schema(t: str, todo: list[str]) -> dict[str, Any]:
+    t = t.strip()
+    if t.startswith("List[") and t.endswith("]"):
+        return {"type": "array", "items": _type_schema(t[5:-1], todo)}
+    if t.startswith("Dict[") and t.endswith("]"):
+        return {"type": "object", "additionalProperties": _type_schema(t[5:-1].split(",", 1)[1], todo)}
+    if t in _PRIMITIVES:
+        return dict(_PRIMITIVES[t])
+    todo.append(t)
+    return {"$ref": f"#/components/schemas/{schema_name(t)}"}
+
+
+def _describe(model: Any) -> str:
+    doc = (model.__doc__ or "").split("Attributes:")[0]
+    return " ".join(doc.split())
+
+
+def component_schemas() -> dict[str, Any]:
+    """Schemas of the served kinds and everything they contain, built from the official Python client's models
+    (names, types, descriptions), with the patch merge keys of :data:`PATCH_META`. Cached after the first call."""
+    global _SCHEMAS_CACHE
+    if _SCHEMAS_CACHE is not None:
+        return _SCHEMAS_CACHE
+    from kubernetes.client import models
+    todo = list(_PY_KIND.values())
+    out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
+        "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
+        "(decimal SI, binary SI or exponent form).")}}
+    while todo:
+        name = todo.pop()
+        model = getattr(models, name, None)
+        if model is None or schema_name(name) in out:
+            continue
+        props: dict[str, Any] = {}
+        fields = getattr(model, "model_fields", {})
+        for attr, typ in model.openapi_types.items():
+            json_name = model.attribute_map[attr]
+            prop = _type_schema(typ, todo)
+            if json_name in _QUANTITY_MAPS and prop.get("additionalProperties") == {"type": "string"}:
+                prop["additionalProperties"] = {"$ref": f"#/components/schemas/{QUANTITY}"}
+            desc = getattr(fields.get(attr), "description", None)
+            if desc:
+                prop = ({"allOf": [prop]} if "$ref" in prop else prop) | {"description": desc}
+            key, strategy = PATCH_META.get((name, json_name), (None, None))
+            if strategy:
+                prop["x-kubernetes-patch-strategy"] = strategy
+                if key:
+                    prop["x-kubernetes-patch-merge-key"] = key
+            props[json_name] = prop
+        schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
+        kind = next((k for k, py in _PY_KIND.items() if py == name), None)
+        if kind:
+            schema["x-kubernetes-group-version-kind"] = [{"group": "", "kind": kind, "version": "v1"}]
+        out[schema_name(name)] = schema
+    _SCHEMAS_CACHE = out
+    return out
+
+
+_SCHEMAS_CACHE: dict[str, Any] | None = None

@@ -1,0 +1,259 @@
+"""The verbs on stored objects: create, get, list, update, patch, delete, deletecollection, bind.
+
+Independent of HTTP: each method takes decoded input and returns the object (or raises ``StatusError``).
+System metadata (uid, creationTimestamp, resourceVersion, generateName) is set here; kind-specific
+defaulting and validation is ``validation.default_and_validate``. Objects with a status subresource keep
+their status on a main-resource update and only change status through ``/status``, as upstream.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from mockgpu.control.apiserver import status as st
+from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
+from mockgpu.control.apiserver.names import generate_name
+from mockgpu.control.apiserver.store import Obj, Store
+from mockgpu.control.apiserver.validation import default_and_validate
+
+STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces"}
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+_META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+
+def now_rfc3339(offset_s: float = 0) -> str:
+    """Now (plus ``offset_s``, capped at about 3000 years so a huge grace period cannot overflow)."""
+    offset_s = min(offset_s, 10**11)
+    return (datetime.now(UTC) + timedelta(seconds=offset_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    grace_period: int | None = None
+    uid: str | None = None  # preconditions
+    resource_version: str | None = None
+    dry_run: bool = False
+
+
+class ResourceAPI:
+    """Verbs over one store; single-threaded (called on the server's event loop)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ---- reads -------------------------------------------------------------------------------------------
+
+    def get(self, info: ResourceInfo, ns: str, name: str) -> Obj:
+        obj = self.store.get(info.plural, ns, name)
+        if obj is None:
+            raise st.not_found(info.plural, name, info.group)
+        return obj
+
+    def require_namespace(self, ns: str) -> None:
+        if self.store.get("namespaces", "", ns) is None:
+            raise st.not_found("namespaces", ns)
+
+    # ---- create ------------------------------------------------------------------------------------------
+
+    def create(self, info: ResourceInfo, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
+        obj = copy.deepcopy(body)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise st.bad_request(f'{info.kind} in version "v1" cannot be handled as a {info.kind}: json: cannot '
+                                 f"unmarshal into Go struct field {info.kind}.metadata of type object")
+        for f in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(f, None)
+        if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
+            for _ in range(8):  # upstream retries a generated name that is taken
+                meta["name"] = generate_name(meta["generateName"])
+                if self.store.get(info.plural, ns if info.namespaced else "", meta["name"]) is None:
+                    break
+        if info.namespaced:
+            self.require_namespace(ns)
+        obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict)
+        meta = obj["metadata"]
+        name = meta["name"]
+        if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
+            raise st.already_exists(info.plural, name, info.group)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        if dry_run:
+            meta["resourceVersion"] = ""
+            return obj
+        obj = self.store.create(info.plural, _ordered(obj))
+        if info.plural == "namespaces":
+            self._ensure_default_serviceaccount(name)
+        return obj
+
+    def _ensure_default_serviceaccount(self, ns: str) -> None:
+        if self.store.get("serviceaccounts", ns, "default") is None:
+            sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": "default", "namespace": ns, "uid": str(uuid.uuid4()),
+                               "creationTimestamp": now_rfc3339()}}
+            self.store.create("serviceaccounts", sa)
+
+    # ---- update and patch --------------------------------------------------------------------------------
+
+    def update(self, info: ResourceInfo, ns: str, name: str, body: Obj, *, sub: str | None = None,
+               dry_run: bool = False, strict: bool = False) -> Obj:
+        """PUT: the whole object; a stale ``metadata.resourceVersion`` is a 409 Conflict."""
+        old = self.get(info, ns, name)
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            raise st.bad_request("metadata must be an object")
+        if meta.get("name") not in (None, "", name):
+            raise st.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                                 f"({name})")
+        if info.namespaced and meta.get("namespace") not in (None, "", ns):
+            raise st.bad_request("the namespace of the provided object does not match the namespace sent on the "
+                                 "request")
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
+            raise st.conflict(info.plural, name, info.group)
+        return self._replace(info, old, body, sub=sub, dry_run=dry_run, strict=strict)
+
+    def _replace(self, info: ResourceInfo, old: Obj, body: Obj, *, sub: str | None, dry_run: bool,
+                 strict: bool = False) -> Obj:
+        new = copy.deepcopy(body)
+        meta = new.setdefault("metadata", {})
+        old_meta = old["metadata"]
+        meta["name"] = old_meta["name"]
+        if info.namespaced:
+            meta["namespace"] = old_meta["namespace"]
+        for f in _META_SERVER_FIELDS:
+            if f in old_meta:
+                meta[f] = old_meta[f]
+            else:
+                meta.pop(f, None)
+        if info.plural in STATUS_SUBRESOURCE:
+            if sub == "status":  # status writes change status only (ResetObjectMetaForStatus)
+                new = {**copy.deepcopy(old), "status": new.get("status", {})}
+            else:
+                new["status"] = copy.deepcopy(old.get("status", {}))
+        meta = new["metadata"]
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        new = default_and_validate(info.kind, new, namespace=old_meta.get("namespace"), old=old, strict=strict,
+                                   subresource=sub or "")
+        if new == old:  # a no-op update does not bump the resourceVersion, as upstream
+            return old
+        if dry_run:
+            return new
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and _grace_done(new, info):
+            return self.store.delete(info.plural, old)
+        return self.store.update(info.plural, _ordered(new), old)
+
+    def patched(self, info: ResourceInfo, ns: str, name: str, patched: Obj, *, sub: str | None = None,
+                dry_run: bool = False, strict: bool = False) -> Obj:
+        """Store the result of applying a patch to the current object (the HTTP layer applies it)."""
+        old = self.get(info, ns, name)
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            raise st.bad_request("metadata must be an object")
+        if meta.get("name") != name:
+            raise st.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                                 f"({name})")
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
+            raise st.conflict(info.plural, name, info.group)
+        return self._replace(info, old, patched, sub=sub, dry_run=dry_run, strict=strict)
+
+    # ---- delete ------------------------------------------------------------------------------------------
+
+    def delete(self, info: ResourceInfo, ns: str, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
+        """(object, removed). Bound pods and objects with finalizers are only marked for deletion."""
+        old = self.get(info, ns, name)
+        meta = old["metadata"]
+        if opts.uid is not None and opts.uid != meta.get("uid"):
+            raise st.conflict(info.plural, name, info.group, f"Precondition failed: UID in precondition: "
+                              f"{opts.uid}, UID in object meta: {meta.get('uid')}")
+        if opts.resource_version is not None and opts.resource_version != meta.get("resourceVersion"):
+            raise st.conflict(info.plural, name, info.group, f"Precondition failed: ResourceVersion in "
+                              f"precondition: {opts.resource_version}, ResourceVersion in object meta: "
+                              f"{meta.get('resourceVersion')}")
+        if info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise st.forbidden(resource="namespaces", name=name, reason="this namespace may not be deleted")
+        grace = self._grace(info, old, opts)
+        if grace == 0 and not meta.get("finalizers"):
+            if opts.dry_run:
+                return old, True
+            if info.plural == "namespaces":
+                self._delete_namespace_contents(name)
+            return self.store.delete(info.plural, old), True
+        current = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp") and current is not None and current <= grace:
+            return old, False  # already terminating at least as fast
+        new = copy.deepcopy(old)
+        new["metadata"]["deletionTimestamp"] = meta.get("deletionTimestamp") if current == grace else \
+            now_rfc3339(grace)
+        new["metadata"]["deletionGracePeriodSeconds"] = grace
+        if info.plural == "namespaces":
+            new.setdefault("status", {})["phase"] = "Terminating"
+        if opts.dry_run:
+            return new, False
+        return self.store.update(info.plural, new, old), False
+
+    def _grace(self, info: ResourceInfo, obj: Obj, opts: DeleteOptions) -> int:
+        """Upstream CheckGracefulDelete: only bound, non-terminal pods get a grace period."""
+        if info.plural != "pods":
+            return 0
+        spec, status = obj.get("spec", {}), obj.get("status", {})
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if opts.grace_period is not None:
+            return 1 if opts.grace_period < 0 else opts.grace_period  # upstream: negative means 1 second
+        current = obj["metadata"].get("deletionGracePeriodSeconds")
+        if current is not None:
+            return int(current)
+        return int(spec.get("terminationGracePeriodSeconds", 30))
+
+    def _delete_namespace_contents(self, ns: str) -> None:
+        """Simplified namespace controller: everything in the namespace goes at once."""
+        for plural in [p for p, info in RESOURCES.items() if info.namespaced]:
+            for obj in list(self.store.list(plural, ns)):
+                self.store.delete(plural, obj)
+
+    # ---- pods/binding ------------------------------------------------------------------------------------
+
+    def bind(self, ns: str, name: str, binding: Obj) -> None:
+        """``POST pods/<name>/binding``: set spec.nodeName once, and condition PodScheduled=True."""
+        target = binding.get("target") if isinstance(binding, dict) else None
+        if not isinstance(target, dict) or not target.get("name"):
+            raise st.invalid("Binding", name, [("FieldValueRequired", "Required value", "target.name")])
+        old = self.get(RESOURCES["pods"], ns, name)
+        if old["metadata"].get("deletionTimestamp"):
+            raise st.conflict("pods/binding", name, reason=f"pod {name} is being deleted, cannot be assigned to a "
+                                                           "host")
+        node = old.get("spec", {}).get("nodeName")
+        if node:
+            raise st.conflict("pods/binding", name, reason=f'pod {name} is already assigned to node "{node}"')
+        new = copy.deepcopy(old)
+        new["spec"]["nodeName"] = target["name"]
+        conds = [c for c in new.setdefault("status", {}).get("conditions", []) if c.get("type") != "PodScheduled"]
+        conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                      "lastTransitionTime": now_rfc3339()})
+        new["status"]["conditions"] = conds
+        annotations = (binding.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict):
+            new["metadata"].setdefault("annotations", {}).update(annotations)
+        self.store.update("pods", new, old)
+
+
+def _grace_done(obj: Obj, info: ResourceInfo) -> bool:
+    return info.plural != "pods" or not obj["metadata"].get("deletionGracePeriodSeconds")
+
+
+_ORDER = ("apiVersion", "kind", "metadata", "spec")
+
+
+def _ordered(obj: Obj) -> Obj:
+    """Keys in upstream's print order: apiVersion, kind, metadata, spec, the rest, status last."""
+    out = {k: obj[k] for k in _ORDER if k in obj}
+    out.update({k: v for k, v in obj.items() if k not in out and k != "status"})
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out

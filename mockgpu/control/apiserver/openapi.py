@@ -1,0 +1,198 @@
+"""Field schemas of the served kinds: decode-time type checks, strict decoding and ``/openapi/v3``.
+
+``SCHEMAS`` lists every field of the v1 types the kit uses, typed where the server reads the value, nested
+where the kit's objects nest, and ``ANY`` for sub-trees the server only stores (volumes, probes, affinity,
+most of status). Simplified against upstream: those ``ANY`` sub-trees are neither type-checked nor checked
+for unknown fields. The OpenAPI v3 document advertises ``fieldValidation`` on each kind's PATCH (so kubectl
+validates on the server) and carries component schemas built from the official Python client's models
+(``discovery.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
+that field set is the client's, which may be newer than the Kubernetes version the server reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any
+
+from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES, component_schemas
+
+ANY: Any = None
+MAP = "map[string]string"  # labels, annotations, data
+QTY = "map[string]resource.Quantity"  # limits, requests, capacity
+S, INT, B, SL = "string", "int64", "bool", "[]string"
+OPEN = "__open__"  # an object whose other fields are not checked (status sub-trees)
+GO = "__go__"  # the Go type name, for decode error messages
+
+
+def _obj(*names: str, **nested: Any) -> dict[str, Any]:
+    return {**dict.fromkeys(names, ANY), **nested}
+
+
+_OWNER_REF = _obj("controller", "blockOwnerDeletion", apiVersion=S, kind=S, name=S, uid=S, __go__="OwnerReference")
+OBJECT_META = _obj("creationTimestamp", "deletionTimestamp", "managedFields", name=S, generateName=S, namespace=S,
+                   selfLink=S, uid=S, resourceVersion=S, generation=INT, deletionGracePeriodSeconds=INT, finalizers=SL,
+                   labels=MAP, annotations=MAP, ownerReferences=[_OWNER_REF], __go__="ObjectMeta")
+_CONTAINER = _obj(
+    "envFrom", "resizePolicy", "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe", "startupProbe",
+    "lifecycle", "securityContext",
+    name=S, image=S, command=SL, args=SL, workingDir=S, restartPolicy=S, terminationMessagePath=S,
+    terminationMessagePolicy=S, imagePullPolicy=S, stdin=B, stdinOnce=B, tty=B,
+    ports=[_obj(name=S, hostPort=INT, containerPort=INT, protocol=S, hostIP=S, __go__="ContainerPort")],
+    env=[_obj("valueFrom", name=S, value=S, __go__="EnvVar")],
+    resources=_obj("claims", limits=QTY, requests=QTY, __go__="ResourceRequirements"), __go__="Container")
+_TOLERATION = _obj(key=S, operator=S, value=S, effect=S, tolerationSeconds=INT, __go__="Toleration")
+POD_SPEC = _obj(
+    "volumes", "ephemeralContainers", "securityContext", "imagePullSecrets", "affinity", "hostAliases", "dnsConfig",
+    "topologySpreadConstraints", "os", "resourceClaims", "resources",
+    restartPolicy=S, terminationGracePeriodSeconds=INT, activeDeadlineSeconds=INT, dnsPolicy=S, serviceAccountName=S,
+    serviceAccount=S, automountServiceAccountToken=B, nodeName=S, hostNetwork=B, hostPID=B, hostIPC=B,
+    shareProcessNamespace=B, hostname=S, subdomain=S, schedulerName=S, priorityClassName=S, priority=INT,
+    runtimeClassName=S, enableServiceLinks=B, preemptionPolicy=S, setHostnameAsFQDN=B, hostUsers=B,
+    containers=[_CONTAINER], initContainers=[_CONTAINER], nodeSelector=MAP, tolerations=[_TOLERATION],
+    readinessGates=[_obj(conditionType=S, __go__="PodReadinessGate")],
+    schedulingGates=[_obj(name=S, __go__="PodSchedulingGate")], overhead=QTY, __go__="PodSpec")
+_OBJECT_REF = _obj(kind=S, namespace=S, name=S, uid=S, apiVersion=S, resourceVersion=S, fieldPath=S,
+                   __go__="ObjectReference")
+_STATUS = {OPEN: True, GO: "Status"}
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "Pod": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=POD_SPEC, status=_STATUS | {GO: "PodStatus"},
+                __go__="Pod"),
+    "Node": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        "configSource", podCIDR=S, podCIDRs=SL, providerID=S, unschedulable=B, externalID=S,
+        taints=[_obj("timeAdded", key=S, value=S, effect=S, __go__="Taint")], __go__="NodeSpec"),
+        status=_STATUS | {"capacity": QTY, "allocatable": QTY, GO: "NodeStatus"}, __go__="Node"),
+    "Namespace": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(finalizers=SL, __go__="NamespaceSpec"),
+                      status=_STATUS | {GO: "NamespaceStatus"}, __go__="Namespace"),
+    "ConfigMap": _obj(apiVersion=S, kind=S, immutable=B, metadata=OBJECT_META, data=MAP, binaryData=MAP,
+                      __go__="ConfigMap"),
+    "ServiceAccount": _obj(apiVersion=S, kind=S, automountServiceAccountToken=B, metadata=OBJECT_META,
+                           secrets=[_OBJECT_REF], imagePullSecrets=[_obj(name=S, __go__="LocalObjectReference")],
+                           __go__="ServiceAccount"),
+    "Event": _obj("firstTimestamp", "lastTimestamp", "eventTime", "series", "related", apiVersion=S, kind=S,
+                  reason=S, message=S, count=INT, type=S, action=S, reportingComponent=S, reportingInstance=S,
+                  metadata=OBJECT_META, involvedObject=_OBJECT_REF,
+                  source=_obj(component=S, host=S, __go__="EventSource"), __go__="Event"),
+    "Binding": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, target=_OBJECT_REF, __go__="Binding"),
+}
+
+
+def unknown_fields(kind: str, obj: Any) -> list[str]:
+    """Paths of fields the kind does not have, as strict decoding names them (``spec.containers[0].foo``)."""
+    schema = SCHEMAS.get(kind)
+    return _walk(schema, obj, "") if schema is not None else []
+
+
+def _walk(schema: Any, value: Any, path: str) -> list[str]:
+    if not isinstance(schema, dict | list):
+        return []
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return []
+        return [p for i, item in enumerate(value) for p in _walk(schema[0], item, f"{path}[{i}]")]
+    if not isinstance(value, dict):
+        return []
+    out: list[str] = []
+    for key, sub in value.items():
+        child = f"{path}.{key}" if path else key
+        if key not in schema or key in (OPEN, GO):
+            if not schema.get(OPEN):
+                out.append(child)
+        else:
+            out.extend(_walk(schema[key], sub, child))
+    return out
+
+
+def json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def type_error(kind: str, obj: Any) -> str | None:
+    """The first value whose JSON type the Go types cannot hold, worded like ``encoding/json``; None if fine."""
+    schema = SCHEMAS.get(kind)
+    return _types(schema, obj, kind, kind, "") if schema is not None else None
+
+
+def _types(schema: Any, value: Any, go: str, struct: str, path: str) -> str | None:
+    if schema is ANY or value is None:
+        return None
+    expected, ok = _expected(schema, value)
+    if not ok:
+        return (f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
+                if path else f"json: cannot unmarshal {json_kind(value)} into Go value of type v1.{go}")
+    if isinstance(schema, list):
+        for item in value:
+            err = _types(schema[0], item, schema[0].get(GO, go), struct, path)
+            if err:
+                return err
+    elif isinstance(schema, dict):
+        owner = schema.get(GO, go)
+        for key, sub in value.items():
+            if key in schema and key not in (OPEN, GO):
+                err = _types(schema[key], sub, sub.get(GO, owner) if isinstance(sub, dict) else owner, owner,
+                             f"{path}.{key}" if path else key)
+                if err:
+                    return err
+    return None
+
+
+def _expected(schema: Any, value: Any) -> tuple[str, bool]:
+    if isinstance(schema, list):
+        return f"[]v1.{schema[0].get(GO, 'Object')}", isinstance(value, list)
+    if isinstance(schema, dict):
+        return f"v1.{schema.get(GO, 'Object')}", isinstance(value, dict)
+    if schema == S:
+        return "string", isinstance(value, str)
+    if schema == INT:
+        return "int64", isinstance(value, int) and not isinstance(value, bool)
+    if schema == B:
+        return "bool", isinstance(value, bool)
+    if schema == SL:
+        return "[]string", isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if schema == MAP:
+        return "map[string]string", isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    if schema == QTY:
+        return "v1.ResourceList", isinstance(value, dict)  # each value is checked as a quantity
+    return "", True
+
+
+_FIELD_VALIDATION_PARAM = {
+    "name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
+    "description": "fieldValidation instructs the server on how to handle objects in the request containing "
+                   "unknown or duplicate fields. Valid values are: Ignore, Warn, Strict.",
+}
+
+
+def _path_for(plural: str, namespaced: bool) -> str:
+    return f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced else f"/api/v1/{plural}/{{name}}"
+
+
+def openapi_v3_core() -> dict[str, Any]:
+    """``GET /openapi/v3/api/v1``: each kind's item path with PATCH accepting ``fieldValidation``, and schemas."""
+    paths: dict[str, Any] = {}
+    for plural, info in RESOURCES.items():
+        if "patch" not in info.verbs:
+            continue
+        gvk = {"group": "", "version": "v1", "kind": info.kind}
+        op = {"operationId": f"patch{'Namespaced' if info.namespaced else ''}{info.kind}",
+              "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
+              "parameters": [_FIELD_VALIDATION_PARAM], "responses": {"200": {"description": "OK"}}}
+        paths[_path_for(plural, info.namespaced)] = {"patch": op}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
+            "components": {"schemas": component_schemas()}}
+
+
+@functools.cache
+def _digest() -> str:
+    return hashlib.sha512(json.dumps(openapi_v3_core(), sort_keys=True).encode()).hexdigest().upper()[:128]
+
+
+def openapi_v3_root() -> dict[str, Any]:
+    """``GET /openapi/v3``: where each group-version's document is, with a content hash as upstream."""
+    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={_digest()}"}}}

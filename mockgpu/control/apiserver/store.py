@@ -1,0 +1,166 @@
+"""The API server's object store: every object in memory, every write committed to SQLite first.
+
+One SQLite database per cluster (WAL journal). Each write is one transaction that upserts the object,
+appends a watch event and advances the cluster-wide ``resourceVersion`` counter; it is committed before the
+caller answers the client, so nothing acknowledged is lost when the control plane is killed and restarted
+(``synchronous=NORMAL`` in WAL mode survives a process crash; only an OS crash may lose the last commits).
+
+The most recent ``history`` events are kept both in memory and in the ``events`` table, so a watch can
+resume from any version newer than ``compacted`` — also after a restart; older versions get 410 Gone.
+
+The store is used from one thread (the server's event loop); callers treat returned objects as read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (resource, namespace, name));
+CREATE TABLE IF NOT EXISTS events (rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
+    data TEXT NOT NULL, old TEXT);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change: ``obj`` as it is after the change (for DELETED: as it was, with the new version)."""
+
+    rv: int
+    type: str  # ADDED, MODIFIED, DELETED
+    resource: str
+    obj: Obj
+    old: Obj | None  # the object before a MODIFIED or DELETED; None for ADDED
+
+
+def key_of(obj: Obj) -> Key:
+    meta = obj["metadata"]
+    return meta.get("namespace") or "", meta["name"]
+
+
+class Store:
+    """Objects by resource and (namespace, name), a resourceVersion counter and a bounded event history."""
+
+    def __init__(self, path: str | Path, *, history: int = 10000) -> None:
+        self.path = str(path)
+        self.history_size = history
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._objects: dict[str, dict[Key, Obj]] = {}
+        self.listeners: list[Callable[[Event], None]] = []
+        self.rv = self._meta("rv")
+        self.compacted = self._meta("compacted")
+        for resource, ns, name, data in self._db.execute("SELECT resource, namespace, name, data FROM objects"):
+            self._objects.setdefault(resource, {})[(ns, name)] = json.loads(data)
+        self._history: deque[Event] = deque()
+        rows = self._db.execute("SELECT rv, type, resource, data, old FROM events ORDER BY rv").fetchall()
+        for rv, typ, resource, data, old in rows:
+            self._history.append(Event(rv, typ, resource, json.loads(data), json.loads(old) if old else None))
+
+    def _meta(self, key: str) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ---- reads -------------------------------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
+        return self._objects.get(resource, {}).get((namespace or "", name))
+
+    def list(self, resource: str, namespace: str | None = None) -> list[Obj]:
+        """Objects sorted by (namespace, name), as etcd's key order gives upstream."""
+        objs = self._objects.get(resource, {})
+        keys = sorted(k for k in objs if namespace is None or k[0] == namespace)
+        return [objs[k] for k in keys]
+
+    def count(self, resource: str) -> int:
+        return len(self._objects.get(resource, {}))
+
+    def history_after(self, rv: int, resource: str) -> Iterator[Event]:
+        """Retained events of ``resource`` newer than ``rv``, oldest first."""
+        if not self._history or self._history[-1].rv <= rv:
+            return iter(())
+        start = 0
+        if self._history[0].rv <= rv:  # binary search: rvs in the deque are increasing
+            lo, hi = 0, len(self._history)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._history[mid].rv <= rv:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            start = lo
+        return (e for i, e in enumerate(self._history) if i >= start and e.resource == resource)
+
+    # ---- writes ------------------------------------------------------------------------------------------
+
+    def create(self, resource: str, obj: Obj) -> Obj:
+        return self._write(resource, "ADDED", obj, None)
+
+    def update(self, resource: str, obj: Obj, old: Obj) -> Obj:
+        return self._write(resource, "MODIFIED", obj, old)
+
+    def delete(self, resource: str, old: Obj) -> Obj:
+        gone = json.loads(json.dumps(old))
+        return self._write(resource, "DELETED", gone, old)
+
+    def _write(self, resource: str, typ: str, obj: Obj, old: Obj | None) -> Obj:
+        rv = self.rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        ns, name = key_of(obj)
+        data = json.dumps(obj, separators=(",", ":"))
+        old_data = json.dumps(old, separators=(",", ":")) if old is not None else None
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            if typ == "DELETED":
+                db.execute("DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", (resource, ns, name))
+            else:
+                db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?)", (resource, ns, name, data))
+            db.execute("INSERT INTO events VALUES (?,?,?,?,?)", (rv, typ, resource, data, old_data))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (rv,))
+            compact_to = self._compaction_point(rv)
+            if compact_to:
+                db.execute("DELETE FROM events WHERE rv <= ?", (compact_to,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (compact_to,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.rv = rv
+        objs = self._objects.setdefault(resource, {})
+        if typ == "DELETED":
+            objs.pop((ns, name), None)
+        else:
+            objs[(ns, name)] = obj
+        event = Event(rv, typ, resource, obj, old)
+        self._history.append(event)
+        if compact_to:
+            while self._history and self._history[0].rv <= compact_to:
+                self._history.popleft()
+            self.compacted = compact_to
+        for listener in self.listeners:
+            listener(event)
+        return obj
+
+    def _compaction_point(self, rv: int) -> int:
+        """Drop history in batches (a tenth of its size) once it exceeds its bound."""
+        slack = max(1, self.history_size // 10)
+        if len(self._history) + 1 <= self.history_size + slack:
+            return 0
+        return rv - self.history_size

@@ -1,0 +1,341 @@
+"""Server-side ``meta.k8s.io/v1`` Tables, as kube-apiserver's printers build them for ``kubectl get``.
+
+Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
+namespaces, configmaps, serviceaccounts); like the real server every table is generated "wide", and
+kubectl hides priority-1 columns unless ``-o wide``. Other resources get upstream's default table
+(Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+
+_NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some "
+             "resources may allow a client to request the generation of an appropriate name automatically. Name is "
+             "primarily intended for creation idempotence and configuration definition. Cannot be updated. More "
+             "info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names")
+_AGE_DOC = ("CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+            "guaranteed to be set in happens-before order across separate operations. Clients may not set this "
+            "value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for "
+            "lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+            "api-conventions.md#metadata")
+
+
+def _col(name: str, description: str = "", priority: int = 0, type_: str = "string", fmt: str = "") -> dict[str, Any]:
+    return {"name": name, "type": type_, "format": fmt, "description": description, "priority": priority}
+
+
+NAME, AGE = _col("Name", _NAME_DOC, fmt="name"), _col("Age", _AGE_DOC)
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery ``duration.HumanDuration``: 5s, 3m2s, 15m, 5h3m, 30h, 2d3h, 40d, 2y10d."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (``2026-01-02T03:04:05Z``, optionally with fractions) or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def since(value: Any, now: datetime) -> str:
+    """``translateTimestampSince``: ``<unknown>`` for an absent time."""
+    ts = parse_time(value)
+    return "<unknown>" if ts is None else human_duration((now - ts).total_seconds())
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+# ---- pods --------------------------------------------------------------------------------------------------
+
+POD_COLUMNS = [
+    NAME, _col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+    _col("Status", "The aggregate status of the containers in this pod."),
+    _col("Restarts", "The number of times the containers in this pod have been restarted and when the last "
+                     "container in this pod has restarted."), AGE,
+    _col("IP", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet "
+               "allocated.", 1),
+    _col("Node", "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for "
+                 "scheduling by the scheduler defined in schedulerName.", 1),
+    _col("Nominated Node", "nominatedNodeName is set only when this pod preempts other pods on the node.", 1),
+    _col("Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness.", 1),
+]
+
+
+def _terminated_reason(term: dict[str, Any], prefix: str = "") -> str:
+    if term.get("reason"):
+        return prefix + term["reason"]
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def pod_status_text(pod: dict[str, Any]) -> tuple[str, int, int, int, datetime | None]:
+    """(STATUS, ready containers, total containers, restarts, last restart) as kubectl's printer computes them."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    conditions = status.get("conditions") or []
+    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conditions):
+        reason = "SchedulingGated"
+    total, ready, restarts, last = len(spec.get("containers") or []), 0, 0, None
+    init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
+    total += sum(1 for c in init_specs.values() if c.get("restartPolicy") == "Always")
+    initializing = False
+    n_init = len(spec.get("initContainers") or [])
+    for i, cs in enumerate(status.get("initContainerStatuses") or []):
+        restarts += int(cs.get("restartCount") or 0)
+        state = cs.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        sidecar = (init_specs.get(cs.get("name")) or {}).get("restartPolicy") == "Always"
+        if term and term.get("exitCode", 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            ready += 1 if cs.get("ready") else 0
+            continue
+        if term:
+            reason = _terminated_reason(term, "Init:")
+        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = "Init:" + wait["reason"]
+        else:
+            reason = f"Init:{i}/{n_init}"
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions)
+    if not initializing or initialized:
+        restarts, has_running = 0, False
+        for cs in reversed(status.get("containerStatuses") or []):
+            restarts += int(cs.get("restartCount") or 0)
+            last_term = (cs.get("lastState") or {}).get("terminated") or {}
+            finished = parse_time(last_term.get("finishedAt"))
+            if finished and (last is None or finished > last):
+                last = finished
+            state = cs.get("state") or {}
+            wait, term = state.get("waiting") or {}, state.get("terminated")
+            if wait.get("reason"):
+                reason = wait["reason"]
+            elif term is not None:
+                reason = _terminated_reason(term)
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running, ready = True, ready + 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if any(c.get("type") == "Ready" for c in conditions) else "NotReady"
+    if _meta(pod).get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    return reason, ready, total, restarts, last
+
+
+def pod_row(pod: dict[str, Any], now: datetime) -> dict[str, Any]:
+    reason, ready, total, restarts, last = pod_status_text(pod)
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    restarts_text = f"{restarts} ({human_duration((now - last).total_seconds())} ago)" if restarts and last \
+        else str(restarts)
+    ips = status.get("podIPs") or []
+    ip = (ips[0].get("ip") if ips else status.get("podIP")) or "<none>"
+    gates_text = "<none>"
+    gates = spec.get("readinessGates") or []
+    if gates:
+        conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        gates_text = f"{sum(1 for g in gates if conds.get(g.get('conditionType')) == 'True')}/{len(gates)}"
+    row: dict[str, Any] = {"cells": [
+        _meta(pod).get("name", ""), f"{ready}/{total}", reason, restarts_text,
+        since(_meta(pod).get("creationTimestamp"), now), ip, spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>", gates_text]}
+    phase = status.get("phase")
+    if phase in ("Succeeded", "Failed"):
+        row["conditions"] = [{"type": "Completed", "status": "True", "reason": phase,
+                              "message": "The pod has completed successfully." if phase == "Succeeded"
+                              else "The pod failed."}]
+    return row
+
+
+# ---- nodes ------------------------------------------------------------------------------------------------
+
+NODE_COLUMNS = [
+    NAME, _col("Status", "The status of the node"), _col("Roles", "The roles of the node"), AGE,
+    _col("Version", "Kubelet Version reported by the node."),
+    _col("Internal-IP", "List of addresses reachable to the node. Queried from cloud provider, if available.", 1),
+    _col("External-IP", "List of addresses reachable to the node. Queried from cloud provider, if available.", 1),
+    _col("OS-Image", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1),
+    _col("Kernel-Version", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
+    _col("Container-Runtime", "ContainerRuntime Version reported by the node through runtime remote API (e.g. "
+                              "containerd://1.4.2).", 1),
+]
+
+
+def node_roles(labels: dict[str, str]) -> list[str]:
+    roles = set()
+    for key, value in labels.items():
+        if key.startswith("node-role.kubernetes.io/"):
+            roles.add(key.split("/", 1)[1])
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return sorted(r for r in roles if r)
+
+
+def node_row(node: dict[str, Any], now: datetime) -> dict[str, Any]:
+    status, spec = node.get("status") or {}, node.get("spec") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    parts = ["Unknown"] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
+    if spec.get("unschedulable"):
+        parts.append("SchedulingDisabled")
+    info = status.get("nodeInfo") or {}
+
+    def addr(kind: str) -> str:
+        return next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == kind), "<none>")
+    return {"cells": [
+        _meta(node).get("name", ""), ",".join(parts), ",".join(node_roles(_meta(node).get("labels") or {})) or "<none>",
+        since(_meta(node).get("creationTimestamp"), now), info.get("kubeletVersion", ""),
+        addr("InternalIP"), addr("ExternalIP"), info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>", info.get("containerRuntimeVersion") or "<unknown>"]}
+
+
+# ---- events, namespaces, configmaps, serviceaccounts ----------------------------------------------------------
+
+EVENT_COLUMNS = [
+    _col("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
+    _col("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
+    _col("Reason", "This should be a short, machine understandable string that gives the reason for the "
+                   "transition into the object's current status."),
+    _col("Object", "The object that this event is about."),
+    _col("Subobject", "If referring to a piece of an object instead of an entire object, this string should "
+                      "contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].",
+         1),
+    _col("Source", "The component reporting this event. Should be a short machine understandable string.", 1),
+    _col("Message", "A human-readable description of the status of this operation."),
+    _col("First Seen", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)", 1),
+    _col("Count", "The number of times this event has occurred.", 1),
+    _col("Name", _NAME_DOC, 1, fmt="name"),
+]
+
+
+def event_row(ev: dict[str, Any], now: datetime) -> dict[str, Any]:
+    first = since(ev.get("firstTimestamp"), now) if ev.get("firstTimestamp") else since(ev.get("eventTime"), now)
+    last = since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
+    count = ev.get("count") or 0
+    series = ev.get("series")
+    if series:
+        last, count = since(series.get("lastObservedTime"), now), series.get("count") or 0
+    elif count == 0:
+        count = 1
+    obj = ev.get("involvedObject") or {}
+    kind = str(obj.get("kind", "")).lower()
+    target = f"{kind}/{obj['name']}" if obj.get("name") else kind
+    src = ev.get("source") or {}
+    if src.get("component"):
+        source = src["component"] + (f", {src['host']}" if src.get("host") else "")
+    else:
+        source = ev.get("reportingComponent") or ""
+        if ev.get("reportingInstance"):
+            source += f", {ev['reportingInstance']}"
+    return {"cells": [last, ev.get("type", ""), ev.get("reason", ""), target, obj.get("fieldPath", ""), source,
+                      str(ev.get("message", "")).strip(), first, int(count), _meta(ev).get("name", "")]}
+
+
+NAMESPACE_COLUMNS = [NAME, _col("Status", "The status of the namespace"), AGE]
+CONFIGMAP_COLUMNS = [NAME, _col("Data", "Data contains the configuration data. Each key must consist of "
+                                        "alphanumeric characters, '-', '_' or '.'."), AGE]
+SERVICEACCOUNT_COLUMNS = [NAME, _col("Secrets", "Secrets is a list of the secrets in the same namespace that pods "
+                                                "running using this ServiceAccount are allowed to use."), AGE]
+DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
+
+
+def _named(cells: Callable[[dict[str, Any]], list[Any]]) -> Callable[[dict[str, Any], datetime], dict[str, Any]]:
+    def row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+        return {"cells": [_meta(obj).get("name", ""), *cells(obj), since(_meta(obj).get("creationTimestamp"), now)]}
+    return row
+
+
+PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], datetime], dict[str, Any]]]] = {
+    "pods": (POD_COLUMNS, pod_row),
+    "nodes": (NODE_COLUMNS, node_row),
+    "events": (EVENT_COLUMNS, event_row),
+    "namespaces": (NAMESPACE_COLUMNS, _named(lambda o: [(o.get("status") or {}).get("phase", "")])),
+    "configmaps": (CONFIGMAP_COLUMNS, _named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})])),
+    "serviceaccounts": (SERVICEACCOUNT_COLUMNS, _named(lambda o: [len(o.get("secrets") or [])])),
+}
+
+
+def _default_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    return {"cells": [_meta(obj).get("name", ""), _meta(obj).get("creationTimestamp")]}
+
+
+def _safe_row(row_fn: Callable[[dict[str, Any], datetime], dict[str, Any]], obj: dict[str, Any], now: datetime,
+              width: int) -> dict[str, Any]:
+    """The printer's row; for a status of the wrong shape (status is stored as written) a row of ``<unknown>``.
+
+    Upstream's typed objects cannot hold such values, so this only keeps a listing answering instead of failing.
+    """
+    try:
+        return row_fn(obj, now)
+    except (AttributeError, TypeError, ValueError, KeyError):
+        name = _meta(obj).get("name", "") if isinstance(obj.get("metadata"), dict) else ""
+        return {"cells": [name] + ["<unknown>"] * (width - 1)}
+
+
+def _embedded(obj: dict[str, Any], include_object: str) -> dict[str, Any] | None:
+    if include_object == "None":
+        return None
+    if include_object == "Object":
+        return obj
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": _meta(obj)}
+
+
+def to_table(resource: str, objects: list[dict[str, Any]], *, include_object: str = "Metadata",
+             now: datetime | None = None, resource_version: str = "", continue_token: str = "") -> dict[str, Any]:
+    """The Table for ``objects`` of ``resource`` (plural or kind); ``include_object``: None, Metadata, Object."""
+    now = now or datetime.now(UTC)
+    resource = KIND_TO_PLURAL.get(resource, resource)
+    columns, row_fn = PRINTERS.get(resource, (DEFAULT_COLUMNS, _default_row))
+    rows = []
+    for obj in objects:
+        row = _safe_row(row_fn, obj, now, len(columns))
+        embedded = _embedded(obj, include_object)
+        if embedded is not None:
+            row["object"] = embedded
+        rows.append(row)
+    meta: dict[str, Any] = {}
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    if continue_token:
+        meta["continue"] = continue_token
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+            "columnDefinitions": [dict(c) for c in columns], "rows": rows}
