@@ -48,14 +48,17 @@ def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported
 
 def run_up(args: argparse.Namespace) -> int:
     backend = get_backend(args.backend)
-    missing = backend.is_available()
-    if missing:
-        raise MockgpuError(missing, exit_code=2)
+    if not args.dry_run:  # a dry run only renders; it must work where the backend's tools are absent
+        missing = backend.is_available()
+        if missing:
+            raise MockgpuError(missing, exit_code=2)
     spec = _spec_for(args)
     name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
     opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,
                      dry_run=args.dry_run, device_plugin=args.device_plugin, retain=args.retain)
     info = backend.up(opts)
+    if args.dry_run:  # the backend printed one YAML stream on stdout; add nothing to it
+        return 0
     nodes = sum(1 for _ in spec.nodes())
     print(f"cluster '{info.name}' ({info.backend}, {nodes} nodes in its spec): {info.state} at {info.endpoint}")
     if "resumed" in info.state or "already" in info.state:
