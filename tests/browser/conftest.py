@@ -1,0 +1,76 @@
+"""Fixtures for the browser tests: one JupyterLab per module on a copy of labs/, a fresh Chromium per test.
+
+They skip, with the reason, where Debian's chromium, JupyterLab or Playwright is missing; .ci/run installs
+chromium. No browser is ever downloaded: Playwright drives /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LABS = ROOT / "labs"
+
+# Debian's chromium, started as the machine notes say: headless, no sandbox (CI runs as root), and
+# nothing that phones home (the network is closed, so those connections would only fail).
+CHROMIUM_PATH = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def artifacts_dir() -> Path:
+    """Where every run's screenshots go (``artifacts/`` is gitignored); MOCKGPU_ARTIFACTS overrides."""
+    d = Path(os.environ.get("MOCKGPU_ARTIFACTS", ROOT / "artifacts")) / "browser"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _missing() -> str | None:
+    if not os.access(CHROMIUM_PATH, os.X_OK):
+        return f"Debian chromium not installed at {CHROMIUM_PATH}; .ci/run installs it (apt-get install chromium)"
+    for module, what in (("jupyterlab", "JupyterLab"), ("playwright", "Python Playwright")):
+        if importlib.util.find_spec(module) is None:
+            return f"{what} is not installed in this environment (pip install -e '.[lab,test]')"
+    return None
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """A JupyterLab serving output-free copies of the labs, stopped (kernels too) after the module."""
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    from labserver import LabServer, copy_labs_without_outputs
+
+    tmp = tmp_path_factory.mktemp("jupyterlab")
+    copy_labs_without_outputs(LABS, tmp / "labs")
+    server = LabServer(root=tmp / "labs", home=tmp / "home")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def playwright_chromium(lab_server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw.chromium
+
+
+@pytest.fixture
+def page(playwright_chromium, tmp_path):
+    """A page in a new Chromium with a fresh, empty profile (``--user-data-dir`` in tmp)."""
+    context = playwright_chromium.launch_persistent_context(
+        str(tmp_path / "chromium-profile"), executable_path=CHROMIUM_PATH, headless=True, args=CHROMIUM_ARGS,
+        viewport={"width": 1400, "height": 900}, timeout=60_000)
+    try:
+        yield context.pages[0] if context.pages else context.new_page()
+    finally:
+        context.close()
