@@ -1,0 +1,18 @@
+"""ipywidgets dashboards that read a cluster only through the Kubernetes API.
+
+Each widget is a pure view model (``clustermap``, ``submit``, ``inspector``, ``memory``, ``timeline``:
+functions from API objects to dataclasses, testable without a browser), HTML rendering (``render``)
+and a thin ipywidgets shell (``panels``) that redraws on ``refresh()`` or from API watches (``live``).
+
+>>> client = connect()                     # doctest: +SKIP
+>>> ClusterMap(client).refresh()           # doctest: +SKIP
+"""
+
+from mockgpu.widgets.client import ApiRefused, ClusterClient, ClusterGone, connect
+from mockgpu.widgets.labkit import LabCluster
+from mockgpu.widgets.panels import ClusterMap, MemoryView, PendingTimeline, PodInspector, SubmitPanel
+from mockgpu.widgets.snapshot import Snapshot
+from mockgpu.widgets.submit import Submission, pod_manifest
+
+__all__ = ["ApiRefused", "ClusterClient", "ClusterGone", "ClusterMap", "LabCluster", "MemoryView",
+           "PendingTimeline", "PodInspector", "Snapshot", "SubmitPanel", "Submission", "connect", "pod_manifest"]

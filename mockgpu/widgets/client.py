@@ -1,0 +1,151 @@
+"""The widgets' only door to a cluster: the official ``kubernetes`` client, raw JSON in, plain dicts out.
+
+``connect()`` finds the cluster (an explicit kubeconfig, else ``$MOCKGPU_KUBECONFIG``, else the client's
+usual ``$KUBECONFIG`` / ``~/.kube/config``). A cluster that does not answer raises ``ClusterGone``, whose
+message says how to bring it back, so a widget can show one sentence instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mockgpu.errors import MockgpuError
+from mockgpu.widgets.snapshot import GPU_STATE_LABEL, GPU_STATE_NAMESPACE, Obj, Snapshot
+
+DEFAULT_UP_COMMAND = "mockgpu up --spec clusters/seed-4x2.yaml"
+T = TypeVar("T")
+
+
+class ClusterGone(MockgpuError):
+    """The cluster does not answer (stopped, deleted, or the kubeconfig points nowhere)."""
+
+
+class ApiRefused(MockgpuError):
+    """The API server answered with an error Status (e.g. 422 Invalid); ``code`` and ``reason`` kept."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+
+def _status_of(exc: Any) -> ApiRefused:
+    """Turn an ``ApiException`` into ``ApiRefused`` with the Status message the server sent."""
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        body = {}
+    message = body.get("message") or str(exc.reason or exc)
+    return ApiRefused(int(exc.status or 0), str(body.get("reason") or exc.reason or ""), message)
+
+
+class ClusterClient:
+    """Lists and creates the objects the widgets need; every call raises ClusterGone or ApiRefused, nothing raw."""
+
+    def __init__(self, api_client: Any, *, up_command: str = DEFAULT_UP_COMMAND) -> None:
+        from kubernetes import client
+
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.up_command = up_command
+
+    @property
+    def host(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn()
+        except ApiException as exc:
+            if exc.status in (0, None, 502, 503, 504):
+                raise self._gone(str(exc.reason)) from None
+            raise _status_of(exc) from None
+        except (HTTPError, OSError) as exc:
+            raise self._gone(type(exc).__name__) from None
+
+    def _gone(self, why: str) -> ClusterGone:
+        return ClusterGone(f"the cluster at {self.host} does not answer ({why}). "
+                           f"Bring it back with: {self.up_command}")
+
+    def _json(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Obj:
+        resp = self._call(lambda: fn(*args, _preload_content=False, **kw))
+        return json.loads(resp.data)
+
+    def list_nodes(self) -> list[Obj]:
+        return self._json(self.core.list_node)["items"]
+
+    def list_pods(self, namespace: str | None = None) -> list[Obj]:
+        if namespace:
+            return self._json(self.core.list_namespaced_pod, namespace)["items"]
+        return self._json(self.core.list_pod_for_all_namespaces)["items"]
+
+    def list_events(self, namespace: str | None = None) -> list[Obj]:
+        if namespace:
+            return self._json(self.core.list_namespaced_event, namespace)["items"]
+        return self._json(self.core.list_event_for_all_namespaces)["items"]
+
+    def list_gpu_states(self) -> list[Obj]:
+        return self._json(self.core.list_namespaced_config_map, GPU_STATE_NAMESPACE,
+                          label_selector=f"{GPU_STATE_LABEL}=true")["items"]
+
+    def snapshot(self, namespace: str | None = None) -> Snapshot:
+        """Nodes, pods, events and GPU states, read now (pods and events of one namespace if given)."""
+        return Snapshot.of(self.list_nodes(), self.list_pods(namespace), self.list_events(namespace),
+                           self.list_gpu_states())
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        return self._json(self.core.read_namespaced_pod, name, namespace)
+
+    def pod_log(self, namespace: str, name: str, container: str | None = None) -> str:
+        """The container's output so far ('' when the pod has not started or the log is refused)."""
+        kw = {"container": container} if container else {}
+        try:
+            resp = self._call(lambda: self.core.read_namespaced_pod_log(name, namespace, _preload_content=False,
+                                                                        **kw))
+        except ApiRefused:
+            return ""
+        return resp.data.decode("utf-8", "replace")
+
+    def create_pod(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.core.create_namespaced_pod, ns, manifest)
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int = 0) -> None:
+        try:
+            self._call(lambda: self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds,
+                                                               _preload_content=False))
+        except ApiRefused as exc:
+            if exc.code != 404:
+                raise
+
+    def delete_pods(self, namespace: str = "default", label_selector: str | None = None) -> None:
+        """Delete every pod of the namespace (matching the selector), at once."""
+        for pod in self._json(self.core.list_namespaced_pod, namespace,
+                              **({"label_selector": label_selector} if label_selector else {}))["items"]:
+            self.delete_pod(namespace, pod["metadata"]["name"])
+
+
+def connect(kubeconfig: str | Path | None = None, *, context: str | None = None,
+            up_command: str = DEFAULT_UP_COMMAND) -> ClusterClient:
+    """A ``ClusterClient`` for the cluster in ``kubeconfig`` (else ``$MOCKGPU_KUBECONFIG``, else the default).
+
+    A kubeconfig that does not exist raises ClusterGone with the command that makes one.
+    """
+    from kubernetes import config
+
+    path = kubeconfig or os.environ.get("MOCKGPU_KUBECONFIG") or None
+    if path is not None and not Path(path).expanduser().is_file():
+        raise ClusterGone(f"no kubeconfig at {path}: the cluster is not running. Bring it back with: {up_command}")
+    try:
+        api = config.new_client_from_config(config_file=str(Path(path).expanduser()) if path else None,
+                                            context=context)
+    except (config.ConfigException, OSError, TypeError) as exc:
+        raise ClusterGone(f"cannot load a kubeconfig ({exc}). Start a cluster with: {up_command}") from None
+    return ClusterClient(api, up_command=up_command)

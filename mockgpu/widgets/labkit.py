@@ -1,0 +1,106 @@
+"""What every lab does first and last: start its own cluster (clean), hand out a client, and clean up.
+
+``LabCluster("clusters/seed-4x2.yaml", name="lab01")`` starts an embedded cluster served from the
+notebook's kernel. A state dir left by an earlier or crashed run of the same lab is deleted first, so a
+lab run twice starts clean. With ``$MOCKGPU_KUBECONFIG`` set the lab uses that cluster instead (kind, or
+one started by ``mockgpu up``) and only deletes the pods it created itself (label ``mockgpu.io/lab``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mockgpu.errors import MockgpuError
+from mockgpu.widgets.client import ClusterClient, connect
+
+REPO = Path(__file__).resolve().parents[2]
+LAB_LABEL = "mockgpu.io/lab"
+
+
+def repo_path(path: str | Path) -> Path:
+    """A path relative to the checkout (labs run with the notebook's folder as cwd)."""
+    p = Path(path)
+    return p if p.is_absolute() else REPO / p
+
+
+def load_lab_spec(spec: str | Path, scheduler_config: str | Path | None = None) -> Any:
+    """The cluster spec, optionally pointed at another KubeSchedulerConfiguration file."""
+    from mockgpu.config.clusterspec import parse_spec
+
+    path = repo_path(spec)
+    data = yaml.safe_load(path.read_text())
+    if scheduler_config is not None:
+        data.setdefault("spec", {})["schedulerConfig"] = str(repo_path(scheduler_config))
+    return parse_spec(data, str(path))
+
+
+def scheduler_profiles(spec: Any) -> list[str]:
+    """The profile names of the spec's scheduler config (``default-scheduler`` when it has none)."""
+    from mockgpu.sched.config import default_config, load_config
+
+    path = spec.scheduler_config_path()
+    config = load_config(path) if path else default_config()
+    return list(config.profiles)
+
+
+class LabCluster:
+    """Context manager: ``with LabCluster(spec, name=...) as lab: lab.client ...``."""
+
+    def __init__(self, spec: str | Path, *, name: str, scheduler_config: str | Path | None = None,
+                 home: str | Path | None = None) -> None:
+        self.spec_path = str(spec)
+        self.spec = load_lab_spec(spec, scheduler_config)
+        self.name = name
+        self.home = home
+        self.profiles = scheduler_profiles(self.spec)
+        self.cluster: Any = None
+        self.client: ClusterClient | None = None
+        self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
+
+    @property
+    def up_command(self) -> str:
+        return f"mockgpu up --spec {self.spec_path} --name {self.name}"
+
+    def start(self) -> LabCluster:
+        if self.external:
+            self.client = connect(os.environ["MOCKGPU_KUBECONFIG"], up_command=self.up_command)
+            self.cleanup_pods()
+            return self
+        from mockgpu.backends.embedded import EmbeddedCluster
+        from mockgpu.backends.embedded.cluster import destroy
+        from mockgpu.backends.embedded.daemon import running_endpoint
+
+        cluster = EmbeddedCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True)
+        if running_endpoint(cluster.state) is not None:
+            raise MockgpuError(f"cluster '{self.name}' is already served by another process (is this lab open "
+                               f"twice?); stop that kernel or run: mockgpu down --name {self.name}")
+        destroy(cluster.state)  # whatever an earlier or crashed run left
+        self.cluster = cluster.start()
+        self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
+        return self
+
+    def cleanup_pods(self) -> None:
+        """On a shared cluster: delete the pods labs created (in every namespace they used)."""
+        assert self.client is not None
+        for pod in self.client.list_pods():
+            if LAB_LABEL in ((pod["metadata"].get("labels")) or {}):
+                self.client.delete_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    def close(self) -> None:
+        if self.external:
+            if self.client is not None:
+                self.cleanup_pods()
+            return
+        if self.cluster is not None:
+            self.cluster.delete()
+            self.cluster = None
+
+    def __enter__(self) -> LabCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,80 @@
+"""The submit panel's model: the Pod a choice of scenario, GPU count, resource and profile turns into,
+and what became of it (bound, pending with the scheduler's message, or refused by the API server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mockgpu.widgets.inspector import failed_message
+from mockgpu.widgets.snapshot import GPU_RESOURCE_PREFIX, Obj, Snapshot, node_gpu_allocatable, pod_phase
+
+SCENARIOS = {
+    "inspect": ["mockgpu-workload", "inspect"],
+    "train": ["mockgpu-workload", "train", "--memory", "8GiB", "--duration", "0", "--interval", "0.5",
+              "--log-every", "20"],
+    "infer": ["mockgpu-workload", "infer", "--weights", "16GiB", "--kv-step", "4GiB", "--interval", "0.5"],
+}
+LAB_LABEL = "mockgpu.io/submitted-by"
+
+
+@dataclass(frozen=True)
+class Submission:
+    scenario: str
+    gpus: str | int  # an integer; a string like "0.5" is passed through so the API server can refuse it
+    resource: str = "nvidia.com/gpu"
+    scheduler: str = "default-scheduler"
+    name: str = ""
+    namespace: str = "default"
+    args: tuple[str, ...] = ()  # extra arguments for the workload command
+    restart: str = "Never"
+
+
+def pod_manifest(s: Submission) -> Obj:
+    """A v1 Pod with one container running the scenario and ``limits: {resource: gpus}``."""
+    if s.scenario not in SCENARIOS and not s.args:
+        raise ValueError(f"unknown scenario {s.scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    command = [*SCENARIOS.get(s.scenario, ["mockgpu-workload", s.scenario]), *s.args]
+    name = s.name or f"{s.scenario}-{str(s.gpus).replace('.', '-')}-{s.resource.rsplit('/', 1)[-1].replace('.', '-')}"
+    spec: Obj = {"restartPolicy": s.restart, "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": "main", "image": "mockgpu/workload", "command": command,
+                                 "resources": {"limits": {s.resource: str(s.gpus)}}}]}
+    if s.scheduler and s.scheduler != "default-scheduler":
+        spec["schedulerName"] = s.scheduler
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": s.namespace, "labels": {LAB_LABEL: "submit-panel"}},
+            "spec": spec}
+
+
+def resource_choices(nodes: Iterable[Obj]) -> list[str]:
+    """The GPU resources some node advertises (whole, MIG profiles, shared), whole GPUs first."""
+    names = {r for n in nodes for r in node_gpu_allocatable(n)}
+    return sorted(names, key=lambda r: (r != "nvidia.com/gpu", r)) or ["nvidia.com/gpu"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One line for the panel: ``kind`` is bound | pending | refused | waiting."""
+
+    kind: str
+    pod: str
+    message: str
+
+
+def outcome(snap: Snapshot, key: str) -> Outcome:
+    """Where the submitted pod stands now, from the API (not from what the panel remembers)."""
+    pod = snap.pod(key)
+    if pod is None:
+        return Outcome("refused", key, "the pod no longer exists")
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return Outcome("bound", key, f"{pod_phase(pod)} on {node}")
+    msg = failed_message(pod, snap.events_for(pod))
+    if msg:
+        return Outcome("pending", key, msg)
+    return Outcome("waiting", key, "Pending: not scheduled yet")
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith(GPU_RESOURCE_PREFIX)
