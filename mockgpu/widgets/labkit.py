@@ -9,6 +9,8 @@ one started by ``mockgpu up``) and only deletes the pods it created itself (labe
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,10 @@ import yaml
 
 from mockgpu.errors import MockgpuError
 from mockgpu.widgets.client import ClusterClient, connect
+from mockgpu.widgets.snapshot import Obj, condition, pod_phase
+from mockgpu.widgets.submit import LAB_LABEL, Submission, pod_manifest
 
 REPO = Path(__file__).resolve().parents[2]
-LAB_LABEL = "mockgpu.io/lab"
 
 
 def repo_path(path: str | Path) -> Path:
@@ -27,15 +30,31 @@ def repo_path(path: str | Path) -> Path:
     return p if p.is_absolute() else REPO / p
 
 
-def load_lab_spec(spec: str | Path, scheduler_config: str | Path | None = None) -> Any:
-    """The cluster spec, optionally pointed at another KubeSchedulerConfiguration file."""
+def load_lab_spec(spec: str | Path, scheduler_config: str | Path | None = None,
+                  edit: Callable[[dict], None] | None = None) -> Any:
+    """The cluster spec, optionally pointed at another KubeSchedulerConfiguration file or edited in memory."""
     from mockgpu.config.clusterspec import parse_spec
 
     path = repo_path(spec)
     data = yaml.safe_load(path.read_text())
     if scheduler_config is not None:
         data.setdefault("spec", {})["schedulerConfig"] = str(repo_path(scheduler_config))
+    if edit is not None:
+        edit(data)
     return parse_spec(data, str(path))
+
+
+def _decided(p: Obj) -> bool:
+    cond = condition(p, "PodScheduled")
+    return bool((p.get("spec") or {}).get("nodeName")) or bool(cond and cond.get("reason") == "Unschedulable")
+
+
+WAIT_UNTIL: dict[str, Callable[[Obj], bool]] = {
+    "decided": _decided,  # bound to a node, or reported Unschedulable
+    "bound": lambda p: bool((p.get("spec") or {}).get("nodeName")),
+    "running": lambda p: pod_phase(p) in ("Running", "Succeeded", "Failed"),
+    "finished": lambda p: pod_phase(p) in ("Succeeded", "Failed"),
+}
 
 
 def scheduler_profiles(spec: Any) -> list[str]:
@@ -51,9 +70,9 @@ class LabCluster:
     """Context manager: ``with LabCluster(spec, name=...) as lab: lab.client ...``."""
 
     def __init__(self, spec: str | Path, *, name: str, scheduler_config: str | Path | None = None,
-                 home: str | Path | None = None) -> None:
+                 edit: Callable[[dict], None] | None = None, home: str | Path | None = None) -> None:
         self.spec_path = str(spec)
-        self.spec = load_lab_spec(spec, scheduler_config)
+        self.spec = load_lab_spec(spec, scheduler_config, edit)
         self.name = name
         self.home = home
         self.profiles = scheduler_profiles(self.spec)
@@ -82,6 +101,29 @@ class LabCluster:
         self.cluster = cluster.start()
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
         return self
+
+    def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
+               resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
+               command: tuple[str, ...] = ()) -> Obj:
+        """Create a workload Pod (labelled as the lab's) and return it as the API server stored it."""
+        assert self.client is not None
+        return self.client.create_pod(pod_manifest(Submission(scenario, gpus, resource, scheduler, name,
+                                                              args=tuple(args), command=tuple(command))))
+
+    def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
+        """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
+        assert self.client is not None
+        check = WAIT_UNTIL[until]
+        deadline, delay = time.monotonic() + timeout, 0.02
+        while True:
+            pod = self.client.get_pod(namespace, name)
+            if check(pod):
+                return pod
+            if time.monotonic() > deadline:
+                raise MockgpuError(f"pod {namespace}/{name} not {until} after {timeout:g}s "
+                                   f"(phase {pod_phase(pod)})")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
 
     def cleanup_pods(self) -> None:
         """On a shared cluster: delete the pods labs created (in every namespace they used)."""

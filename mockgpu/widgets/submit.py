@@ -16,7 +16,7 @@ SCENARIOS = {
               "--log-every", "20"],
     "infer": ["mockgpu-workload", "infer", "--weights", "16GiB", "--kv-step", "4GiB", "--interval", "0.5"],
 }
-LAB_LABEL = "mockgpu.io/submitted-by"
+LAB_LABEL = "mockgpu.io/lab"  # what labs delete when they clean up a shared cluster
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,14 @@ class Submission:
     namespace: str = "default"
     args: tuple[str, ...] = ()  # extra arguments for the workload command
     restart: str = "Never"
+    command: tuple[str, ...] = ()  # a whole command instead of the scenario's (e.g. ("sleep", "30"))
 
 
 def pod_manifest(s: Submission) -> Obj:
     """A v1 Pod with one container running the scenario and ``limits: {resource: gpus}``."""
-    if s.scenario not in SCENARIOS and not s.args:
+    if s.scenario not in SCENARIOS and not s.command:
         raise ValueError(f"unknown scenario {s.scenario!r}; choose one of {', '.join(SCENARIOS)}")
-    command = [*SCENARIOS.get(s.scenario, ["mockgpu-workload", s.scenario]), *s.args]
+    command = list(s.command) if s.command else [*SCENARIOS[s.scenario], *s.args]
     name = s.name or f"{s.scenario}-{str(s.gpus).replace('.', '-')}-{s.resource.rsplit('/', 1)[-1].replace('.', '-')}"
     spec: Obj = {"restartPolicy": s.restart, "terminationGracePeriodSeconds": 1,
                  "containers": [{"name": "main", "image": "mockgpu/workload", "command": command,
@@ -43,7 +44,7 @@ def pod_manifest(s: Submission) -> Obj:
     if s.scheduler and s.scheduler != "default-scheduler":
         spec["schedulerName"] = s.scheduler
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": s.namespace, "labels": {LAB_LABEL: "submit-panel"}},
+            "metadata": {"name": name, "namespace": s.namespace, "labels": {LAB_LABEL: "true"}},
             "spec": spec}
 
 
