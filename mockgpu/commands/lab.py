@@ -1,20 +1,36 @@
-"""``mockgpu lab``: JupyterLab on ``labs/`` with everything installed."""
+"""``mockgpu lab``: JupyterLab on ``labs/``, opened at the first lab, with a kernel that can import mockgpu.
+
+The first lab must open and run with no other step, so this command (a) starts Lab with this interpreter
+(``python -m jupyterlab``), not whatever ``jupyter`` is first on PATH, (b) makes sure the ``python3``
+kernel the notebooks name resolves to this environment's python (installing the kernel spec into this
+environment if it does not), (c) opens ``01-*.ipynb`` (or the lab asked for), and (d) prints the URL,
+token included, before Jupyter's own log starts.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
-import shutil
+import secrets
+import socket
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mockgpu.errors import MockgpuError
 
+DEFAULT_PORT = 8888
+KERNEL_NAME = "python3"  # what every lab's metadata names
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lab", help="start JupyterLab on the labs/ folder")
+    p = sub.add_parser("lab", help="start JupyterLab on the labs/ folder, opened at the first lab")
+    p.add_argument("open", nargs="?", default=None, metavar="LAB",
+                   help="lab to open: its number (08) or file name (default: the lowest-numbered, 01)")
     p.add_argument("--labs", default=None, help="folder of notebooks (default: labs/ of this checkout)")
-    p.add_argument("--port", type=int, default=8888)
-    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if taken)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the URL")
     p.set_defaults(func=run)
 
 
@@ -22,17 +38,122 @@ def labs_dir(explicit: str | None) -> Path:
     """The labs folder: the one asked for, else ``labs/`` beside the package's checkout."""
     d = Path(explicit) if explicit else Path(__file__).resolve().parents[2] / "labs"
     if not d.is_dir():
-        raise MockgpuError(f"no labs folder at {d}; pass --labs DIR")
-    return d
+        raise MockgpuError(f"no labs folder at {d}; pass --labs DIR", exit_code=2)
+    return d.resolve()
+
+
+def _number(notebook: Path) -> int | None:
+    head = notebook.name.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def pick_lab(d: Path, wanted: str | None) -> Path | None:
+    """The notebook to open: ``wanted`` (a number like ``8``/``08`` or a file name), else the lowest-numbered."""
+    notebooks = sorted(p for p in d.glob("*.ipynb") if not p.name.startswith("."))
+    if wanted is None:
+        return notebooks[0] if notebooks else None
+    if wanted.isdigit():
+        hits = [p for p in notebooks if _number(p) == int(wanted)]
+    else:
+        hits = [p for p in notebooks if p.name in (wanted, f"{wanted}.ipynb")]
+    if not hits:
+        names = ", ".join(p.name for p in notebooks) or "none"
+        raise MockgpuError(f"no lab {wanted!r} in {d} (labs: {names})", exit_code=2)
+    return hits[0]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_port(asked: int | None) -> int:
+    """The asked port (an error if taken), else 8888, else any free port. Jupyter is then told not to
+    move to another port, so the URL printed before it starts stays true."""
+    if asked is not None:
+        if not 0 < asked < 65536:
+            raise MockgpuError(f"--port {asked} is not a TCP port", exit_code=2)
+        if not port_is_free(asked):
+            raise MockgpuError(f"port {asked} is in use (another JupyterLab?); pass another --port", exit_code=2)
+        return asked
+    if port_is_free(DEFAULT_PORT):
+        return DEFAULT_PORT
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_path(d: Path, notebook: Path | None) -> str:
+    return f"/lab/tree/{notebook.relative_to(d).as_posix()}" if notebook else "/lab"
+
+
+def build_argv(d: Path, notebook: Path | None, port: int, *, no_browser: bool, as_root: bool,
+               python: str = sys.executable) -> list[str]:
+    """The JupyterLab command line (the token goes in the environment, not here, so ``ps`` does not show it)."""
+    argv = [python, "-m", "jupyterlab", f"--ServerApp.root_dir={d}", f"--LabApp.default_url={lab_path(d, notebook)}",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    if no_browser:
+        argv.append("--no-browser")
+    if as_root:  # containers (the Dockerfile) run as root; Jupyter refuses that unless told
+        argv.append("--allow-root")
+    return argv
+
+
+def kernel_command(name: str = KERNEL_NAME) -> list[str]:
+    """The command Jupyter would run for kernel ``name`` here (jupyter_client's own resolution,
+    including its rule that a bare ``python`` means the server's interpreter)."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    from jupyter_client.manager import KernelManager
+
+    try:
+        return KernelManager(kernel_name=name).format_kernel_cmd()
+    except NoSuchKernel:
+        return []
+
+
+def in_this_env(argv: list[str], python: str = sys.executable) -> bool:
+    """Whether a kernel command runs an interpreter of this environment (same bin folder; symlinks are not
+    followed, because every venv's python links to the same base interpreter)."""
+    return bool(argv) and Path(os.path.abspath(argv[0])).parent == Path(os.path.abspath(python)).parent
+
+
+def install_kernel_into_env() -> None:
+    from ipykernel.kernelspec import install
+
+    install(kernel_name=KERNEL_NAME, prefix=sys.prefix)
+
+
+def ensure_kernel(install: Callable[[], None] = install_kernel_into_env) -> list[str]:
+    """Make the ``python3`` kernel run this environment's python; return its command."""
+    os.environ["JUPYTER_PREFER_ENV_PATH"] = "1"  # this env's kernel spec before ~/.local's (also for the server)
+    argv = kernel_command()
+    if in_this_env(argv):
+        return argv
+    install()
+    argv = kernel_command()
+    if not in_this_env(argv):
+        found = argv[0] if argv else "no kernel"
+        raise MockgpuError(f"the {KERNEL_NAME!r} Jupyter kernel runs {found}, not {sys.executable}, even after "
+                           f"installing it into {sys.prefix}; is JUPYTER_PATH set? (unset it, or run ./scripts/lab)")
+    return argv
 
 
 def run(args: argparse.Namespace) -> int:
     d = labs_dir(args.labs)
-    exe = shutil.which("jupyter")
-    if exe is None:
-        raise MockgpuError("JupyterLab is not installed; run ./scripts/lab, which installs it")
-    argv = [exe, "lab", f"--notebook-dir={d}", f"--port={args.port}", "--ip=127.0.0.1"]
-    if args.no_browser:
-        argv.append("--no-browser")
-    os.execv(exe, argv)
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise MockgpuError("JupyterLab is not installed here; run ./scripts/lab, which installs it")
+    ensure_kernel()
+    notebook = pick_lab(d, args.open)
+    port = choose_port(args.port)
+    token = os.environ.get("JUPYTER_TOKEN") or secrets.token_hex(24)
+    os.environ["JUPYTER_TOKEN"] = token
+    argv = build_argv(d, notebook, port, no_browser=args.no_browser, as_root=os.geteuid() == 0)
+    url = f"http://127.0.0.1:{port}{lab_path(d, notebook)}?token={token}"
+    print(f"mockgpu lab: JupyterLab on {d}\n\n    {url}\n\n(open that URL if no browser opens; Ctrl-C stops it)\n",
+          flush=True)
+    os.execv(argv[0], argv)
     return 0  # not reached

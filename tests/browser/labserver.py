@@ -61,6 +61,7 @@ class LabServer:
     home: Path  # where its Jupyter dirs, log and settings live
     port: int = field(default_factory=free_port)
     token: str = field(default_factory=lambda: secrets.token_hex(16))
+    command: list[str] | None = None  # what to run instead of ``python -m jupyterlab ...`` (e.g. ``mockgpu lab``)
     proc: subprocess.Popen | None = None
 
     @property
@@ -114,8 +115,8 @@ class LabServer:
         env = self.env()  # makes the dirs the settings go into
         self.write_settings()
         log = open(self.log_path, "wb")  # the child writes to its own copy of the fd
-        self.proc = subprocess.Popen(self.argv(), env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(self.command or self.argv(), env=env, cwd=self.root, stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -18,6 +18,7 @@ pytest.importorskip("playwright", reason="Python Playwright is not installed (pi
 
 from conftest import LABS, artifacts_dir  # noqa: E402
 from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -65,3 +66,30 @@ def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
         assert argv0 == sys.executable
     finally:
         page.screenshot(path=str(shot))
+
+
+def test_mockgpu_lab_opens_the_first_lab_with_a_working_kernel(lab_server, page, tmp_path):
+    """``mockgpu lab`` as a learner runs it: the URL it prints opens the lowest-numbered lab, whose kernel
+    (this environment's python) starts and runs a cell."""
+    from labserver import LabServer
+
+    labs = lab_server.root  # the output-free copy; this second server only reads it
+    first = sorted(labs.glob("*.ipynb"))[0].name
+    server = LabServer(root=labs, home=tmp_path / "home")
+    server.command = [sys.executable, "-m", "mockgpu.cli", "lab", "--no-browser", f"--port={server.port}",
+                      f"--labs={labs}"]
+    try:
+        server.start()
+        printed = [line.strip() for line in server.log_path.read_text().splitlines() if line.strip().startswith("http")]
+        assert printed[0] == server.url(f"/lab/tree/{first}")  # the line `mockgpu lab` prints first
+        open_notebook(page, printed[0])
+        expect(page.locator("#jp-main-statusbar")).to_contain_text(first)  # the current document's path
+        page.locator(".jp-Notebook .jp-CodeCell").first.click()
+        page.keyboard.press("Shift+Enter")  # run the first code cell, as a learner would
+        first_prompt = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").first
+        expect(first_prompt).to_have_text("[1]:", timeout=120_000)
+        argv0 = Path(f"/proc/{server.kernel_pids()[0]}/cmdline").read_bytes().split(b"\0")[0].decode()
+        assert argv0 == sys.executable
+    finally:
+        page.screenshot(path=str(artifacts_dir() / "mockgpu-lab-command.png"))
+        server.stop()
