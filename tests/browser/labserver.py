@@ -157,16 +157,20 @@ class LabServer:
                 pids.append(int(entry.name))
         return pids
 
+    def shutdown_kernels(self) -> None:
+        """Ask the server to shut every kernel down (what closing a notebook with "shut down kernel" does)."""
+        try:
+            for k in self.api("GET", "/api/kernels", timeout=5) or []:
+                self.api("DELETE", f"/api/kernels/{k['id']}", timeout=20)
+        except (OSError, urllib.error.URLError, ValueError):
+            pass
+
     def stop(self) -> None:
         """Shut kernels down through the API, stop the server, then kill whatever of ours is left."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
-                for k in self.api("GET", "/api/kernels", timeout=5) or []:
-                    self.api("DELETE", f"/api/kernels/{k['id']}", timeout=10)
-            except (OSError, urllib.error.URLError, ValueError):
-                pass
+            self.shutdown_kernels()
             self.proc.send_signal(signal.SIGTERM)  # Jupyter Server shuts down its kernels on SIGTERM
             try:
                 self.proc.wait(timeout=15)

@@ -7,6 +7,7 @@ their stored outputs, so everything checked here was produced by this run.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E4
 from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+# curated screenshots for the README, rewritten only with MOCKGPU_UPDATE_SCREENSHOTS=1
+SCREENSHOTS = LABS.parent / "docs" / "screenshots"
 
 
 @dataclass(frozen=True)
@@ -50,22 +53,59 @@ def _present(cases: list[LabCase]) -> list:
                          else pytest.mark.skip(reason=f"labs/{c.notebook} not written yet")) for c in cases]
 
 
-@pytest.mark.parametrize("case", _present(CASES))
-def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
-    shot = artifacts_dir() / f"{Path(case.notebook).stem}.png"
+def run_in_lab(page, server, notebook: str) -> None:
+    """Open ``notebook``, Run All Cells, wait; check every cell ran in order on this env's python.
+    A screenshot goes to artifacts/browser/ whatever happens."""
     try:
-        open_notebook(page, lab_server.url(f"/doc/tree/{case.notebook}"))
+        open_notebook(page, server.url(f"/doc/tree/{notebook}"))
         run_all_cells(page)
         result = wait_until_all_ran(page)
         assert result.prompts == [f"[{i}]:" for i in range(1, len(result.prompts) + 1)]
-        case.check(page)
         # the kernel Lab started is this environment's interpreter, so `import mockgpu` means this checkout
-        kernels = lab_server.kernel_pids()
+        kernels = server.kernel_pids()
         assert kernels, "no kernel process found for the server"
-        argv0 = Path(f"/proc/{kernels[0]}/cmdline").read_bytes().split(b"\0")[0].decode()
-        assert argv0 == sys.executable
+        for pid in kernels:
+            assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode() == sys.executable
     finally:
-        page.screenshot(path=str(shot))
+        page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}.png"))
+
+
+@pytest.mark.parametrize("case", _present(CASES))
+def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
+    try:
+        run_in_lab(page, lab_server, case.notebook)
+        case.check(page)
+    finally:
+        lab_server.shutdown_kernels()
+
+
+def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page, tmp_path):
+    """The widgets in a real Lab: node cards with their GPU tiles, the pending pod, and the inspector's
+    FailedScheduling line, all drawn by the ipywidgets views from what the kernel read through the API."""
+    from widget_smoke import FAILED, write_smoke_notebook
+
+    notebook = write_smoke_notebook(lab_server.root / "widget-smoke.ipynb", tmp_path / "mockgpu-home")
+    try:
+        run_in_lab(page, lab_server, notebook.name)
+        cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap")
+        expect(cmap).to_have_count(1, timeout=30_000)  # the HTML widget view, so Lab's widget manager works
+        nodes = cmap.locator(".mockgpu-node")
+        assert nodes.evaluate_all("ns => ns.map(n => n.dataset.node)") == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+        for i in range(4):
+            expect(nodes.nth(i).locator(".mockgpu-gpu")).to_have_count(2)  # seed-4x2: two A100s per node
+        expect(nodes.first).to_contain_text("GPU 0")
+        expect(nodes.first).to_contain_text("GPU 1")
+        train = nodes.first.locator(".mockgpu-gpu[data-index='0'] .mockgpu-replica[data-pod='default/train']")
+        expect(train).to_have_text("train")  # the pod drawn on the GPU the device plugin gave it
+        expect(nodes.first.locator(".mockgpu-gpu[data-index='0']")).to_contain_text("30/80 GiB")
+        expect(cmap.locator(".mockgpu-pending")).to_contain_text("too-big")
+        inspector = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/too-big']")
+        expect(inspector.locator(".mockgpu-failed")).to_have_text(f"FailedScheduling: {FAILED}", timeout=30_000)
+        if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS"):
+            cmap.screenshot(path=str(SCREENSHOTS / "cluster-map.png"))
+    finally:
+        page.screenshot(path=str(artifacts_dir() / "widget-smoke.png"))
+        lab_server.shutdown_kernels()
 
 
 def test_mockgpu_lab_opens_the_first_lab_with_a_working_kernel(lab_server, page, tmp_path):
