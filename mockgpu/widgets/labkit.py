@@ -72,6 +72,7 @@ class LabCluster:
     def __init__(self, spec: str | Path, *, name: str, scheduler_config: str | Path | None = None,
                  edit: Callable[[dict], None] | None = None, home: str | Path | None = None) -> None:
         self.spec_path = str(spec)
+        self.spec_file = repo_path(spec)  # the file as written (without in-memory edits)
         self.spec = load_lab_spec(spec, scheduler_config, edit)
         self.name = name
         self.home = home
@@ -104,11 +105,12 @@ class LabCluster:
 
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
-               command: tuple[str, ...] = ()) -> Obj:
+               command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None) -> Obj:
         """Create a workload Pod (labelled as the lab's) and return it as the API server stored it."""
         assert self.client is not None
         return self.client.create_pod(pod_manifest(Submission(scenario, gpus, resource, scheduler, name,
-                                                              args=tuple(args), command=tuple(command))))
+                                                              args=tuple(args), command=tuple(command),
+                                                              node_selector=tuple((node_selector or {}).items()))))
 
     def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
         """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
@@ -124,6 +126,26 @@ class LabCluster:
                                    f"(phase {pod_phase(pod)})")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.2)
+
+    @staticmethod
+    def eventually(fn: Callable[[], Any], ok: Callable[[Any], bool] = bool, timeout: float = 10.0) -> Any:
+        """Call ``fn`` until ``ok(result)``; the last result after ``timeout`` seconds (e.g. GPU state that is
+        published every second catching up with a pod that just started)."""
+        deadline, delay = time.monotonic() + timeout, 0.02
+        result = fn()
+        while not ok(result) and time.monotonic() < deadline:
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+            result = fn()
+        return result
+
+    def clear(self, namespace: str = "default", timeout: float = 15.0) -> None:
+        """Delete the namespace's pods and wait until the API has none left (a part of a lab starts empty)."""
+        assert self.client is not None
+        self.client.delete_pods(namespace)
+        left = self.eventually(lambda: self.client.list_pods(namespace), lambda pods: not pods, timeout)
+        if left:
+            raise MockgpuError(f"{len(left)} pods still in {namespace} after {timeout:g}s")
 
     def cleanup_pods(self) -> None:
         """On a shared cluster: delete the pods labs created (in every namespace they used)."""

@@ -30,6 +30,7 @@ class Submission:
     args: tuple[str, ...] = ()  # extra arguments for the workload command
     restart: str = "Never"
     command: tuple[str, ...] = ()  # a whole command instead of the scenario's (e.g. ("sleep", "30"))
+    node_selector: tuple[tuple[str, str], ...] = ()  # (label, value) pairs for spec.nodeSelector
 
 
 def pod_manifest(s: Submission) -> Obj:
@@ -41,6 +42,8 @@ def pod_manifest(s: Submission) -> Obj:
     spec: Obj = {"restartPolicy": s.restart, "terminationGracePeriodSeconds": 1,
                  "containers": [{"name": "main", "image": "mockgpu/workload", "command": command,
                                  "resources": {"limits": {s.resource: str(s.gpus)}}}]}
+    if s.node_selector:
+        spec["nodeSelector"] = dict(s.node_selector)
     if s.scheduler and s.scheduler != "default-scheduler":
         spec["schedulerName"] = s.scheduler
     return {"apiVersion": "v1", "kind": "Pod",
