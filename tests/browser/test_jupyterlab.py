@@ -8,6 +8,7 @@ their stored outputs, so everything checked here was produced by this run.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,8 +29,41 @@ SCREENSHOTS = LABS.parent / "docs" / "screenshots"
 
 @dataclass(frozen=True)
 class LabCase:
-    notebook: str
+    pattern: str  # glob in labs/, e.g. "01-*.ipynb"
     check: Callable  # (page) -> None, asserts on what rendered
+
+    def notebook(self) -> str | None:
+        found = sorted(LABS.glob(self.pattern))
+        return found[0].name if found else None
+
+
+def docs_screenshot(locator, name: str) -> None:
+    """Refresh a README screenshot from what this run drew (only when MOCKGPU_UPDATE_SCREENSHOTS=1)."""
+    if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        locator.screenshot(path=str(SCREENSHOTS / name))
+
+
+def check_lab01(page) -> None:
+    """The first lab's promise: the cluster as node cards with GPU tiles, and why a pod is Pending."""
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
+    expect(cmap).to_be_visible(timeout=30_000)
+    node = cmap.locator(".mockgpu-node[data-node='gpu-0']")
+    expect(node).to_contain_text("gpu-0")
+    expect(node.locator(".mockgpu-gpu").first).to_contain_text("GPU 0")
+    assert cmap.locator(".mockgpu-gpu").count() >= 2
+    failed = page.locator(".jp-OutputArea-output .mockgpu-inspector .mockgpu-failed").first
+    expect(failed).to_contain_text(re.compile(r"FailedScheduling: 0/\d+ nodes are available: .*nvidia\.com/gpu"),
+                                   timeout=30_000)
+    docs_screenshot(cmap, "cluster-map.png")
+
+
+def check_lab07(page) -> None:
+    """The OOM lab: a memory view that marks the OOM and the pods that died with it (the blast radius)."""
+    memory = page.locator(".jp-OutputArea-output .mockgpu-memory", has_text="blast radius").first
+    expect(memory).to_be_visible(timeout=30_000)
+    expect(memory).to_contain_text("OOM")
+    docs_screenshot(memory, "oom-blast-radius.png")
 
 
 def check_lab08(page) -> None:
@@ -44,13 +78,15 @@ def check_lab08(page) -> None:
 
 
 CASES = [
-    LabCase("08-fragmentation-trace-replay.ipynb", check_lab08),
+    LabCase("01-*.ipynb", check_lab01),
+    LabCase("07-*.ipynb", check_lab07),
+    LabCase("08-*.ipynb", check_lab08),
 ]
 
 
 def _present(cases: list[LabCase]) -> list:
-    return [pytest.param(c, id=Path(c.notebook).stem, marks=() if (LABS / c.notebook).exists()
-                         else pytest.mark.skip(reason=f"labs/{c.notebook} not written yet")) for c in cases]
+    return [pytest.param(c, id=f"lab{c.pattern[:2]}", marks=() if c.notebook()
+                         else pytest.mark.skip(reason=f"no labs/{c.pattern} yet")) for c in cases]
 
 
 def run_in_lab(page, server, notebook: str) -> None:
@@ -73,7 +109,7 @@ def run_in_lab(page, server, notebook: str) -> None:
 @pytest.mark.parametrize("case", _present(CASES))
 def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
     try:
-        run_in_lab(page, lab_server, case.notebook)
+        run_in_lab(page, lab_server, case.notebook())
         case.check(page)
     finally:
         lab_server.shutdown_kernels()
@@ -101,8 +137,8 @@ def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page, tm
         expect(cmap.locator(".mockgpu-pending")).to_contain_text("too-big")
         inspector = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/too-big']")
         expect(inspector.locator(".mockgpu-failed")).to_have_text(f"FailedScheduling: {FAILED}", timeout=30_000)
-        if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS"):
-            cmap.screenshot(path=str(SCREENSHOTS / "cluster-map.png"))
+        if not LabCase("01-*.ipynb", check_lab01).notebook():  # lab 01's map is the better picture
+            docs_screenshot(cmap, "cluster-map.png")
     finally:
         page.screenshot(path=str(artifacts_dir() / "widget-smoke.png"))
         lab_server.shutdown_kernels()
