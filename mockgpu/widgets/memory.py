@@ -4,7 +4,8 @@ Memory per pod comes from the node's published ``processes``; the out-of-memory 
 ``oomEvents`` (time, pod, requested and free MiB); whether a pod died from the Pod objects (a
 terminated container with a non-zero exit code). A time-sliced GPU is one memory pool shared by all its
 replicas, so one pod's OOM can kill its neighbours (the blast radius); a MIG instance has its own memory,
-so the greedy pod dies alone.
+so the greedy pod dies alone. The OOM event names the pod whose allocation failed; on a shared GPU that is
+often an innocent neighbour making its usual small allocation while another pod holds the memory.
 """
 
 from __future__ import annotations
@@ -48,12 +49,11 @@ class GpuMemory:
     ooms: tuple[OomMoment, ...]
 
     @property
-    def blast_radius(self) -> tuple[str, ...]:
-        """Pods on this GPU that died although their own allocation did not start the OOM (first OOM wins)."""
-        if not self.ooms:
-            return ()
-        first = self.ooms[0].pod
-        return tuple(p.pod for p in self.pods if p.died and p.pod != first)
+    def casualties(self) -> tuple[str, ...]:
+        """The blast radius: pods that died in a memory pool where an allocation failed (the whole GPU when
+        time-sliced, only the MIG instance when partitioned) — whoever asked last, not who holds most."""
+        pools = {o.partition for o in self.ooms}
+        return tuple(p.pod for p in self.pods if p.died and p.partition in pools)
 
     def describe(self) -> str:
         lines = [f"{self.node} GPU {self.index} [{self.mode}] {self.used_mib}/{self.total_mib} MiB"]

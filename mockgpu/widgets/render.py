@@ -132,7 +132,7 @@ def memory_html(gpus: list[GpuMemory]) -> str:
                       f'{100 * p.used_mib / total:.2f}%;background:{p.color}"></div>' for p in g.pods if p.used_mib)
         rows = [[f'<span style="color:{p.color}">■</span> {escape(p.pod)}', escape(p.partition or "-"),
                  f"{p.used_mib} MiB", escape(p.status) + (" 💥 OOM" if p.oom else "") +
-                 (" ☠ blast radius" if p.pod in g.blast_radius else "")] for p in g.pods]
+                 (" ☠ blast radius" if p.pod in g.casualties else "")] for p in g.pods]
         ooms = "".join(f"<div>OOM at {escape(o.time)}: {escape(o.pod)} asked {o.requested_mib} MiB, "
                        f"{o.free_mib} MiB free</div>" for o in g.ooms)
         blocks.append(f'<div class="mockgpu-memgpu" data-node="{escape(g.node)}" data-index="{g.index}" '

@@ -166,7 +166,7 @@ def test_failed_message_falls_back_to_the_newest_failed_scheduling_event():
 
 # --- memory / OOM --------------------------------------------------------------------------------------
 
-def test_time_slicing_oom_blast_radius_names_the_neighbours_that_died():
+def test_time_slicing_oom_blast_radius_is_every_pod_that_died_on_the_shared_gpu():
     ooms = [{"time": "2026-12-02T10:00:03Z", "device": G0, "gpuIndex": 0, "namespace": "default",
              "pod": "greedy", "container": "main", "requestedMiB": 4096, "freeMiB": 1024},
             {"time": "2026-12-02T10:00:04Z", "device": G0, "gpuIndex": 0, "namespace": "default",
@@ -177,7 +177,7 @@ def test_time_slicing_oom_blast_radius_names_the_neighbours_that_died():
     cms = [state_cm("shared-0", [gpu(0, replicas=4, used=20480), gpu(1, replicas=4)],
                     [alloc("survivor", "nvidia.com/gpu", [G0], [1])], [proc("survivor", G0, 0, 20480)], ooms)]
     (g0, g1) = memory_view(Snapshot.of([], pods, configmaps=cms))
-    assert g0.mode == "time-sliced x4" and g0.blast_radius == ("default/victim",)
+    assert g0.mode == "time-sliced x4" and g0.casualties == ("default/greedy", "default/victim")
     rows = {p.pod: p for p in g0.pods}
     assert rows["default/survivor"].used_mib == 20480 and not rows["default/survivor"].died
     assert rows["default/greedy"].oom and rows["default/greedy"].died
@@ -194,7 +194,7 @@ def test_mig_oom_stays_inside_its_instance():
     cms = [state_cm("mig-0", [gpu(0, mig=slices)], [alloc("calm", "nvidia.com/mig-2g.20gb", ["MIG-b"])],
                     [proc("calm", "MIG-b", 0, 8192)], ooms)]
     (g0,) = memory_view(Snapshot.of([], pods, configmaps=cms))
-    assert g0.mode == "MIG" and g0.blast_radius == ()
+    assert g0.mode == "MIG" and g0.casualties == ("default/greedy",)
     assert {(p.pod, p.partition, p.died) for p in g0.pods} == {("default/greedy", "MIG 3g.40gb", True),
                                                                ("default/calm", "MIG 2g.20gb", False)}
 
