@@ -261,6 +261,8 @@ class APIApp:
             return rv
         try:
             wanted = int(given)
+            if wanted < 0:
+                raise ValueError(given)
         except ValueError:
             raise st.bad_request(f'invalid resource version "{given}"') from None
         if wanted > rv:
