@@ -116,7 +116,7 @@ class APIApp:
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):
-            raise st.method_not_allowed(method, t.info.kind)
+            raise st.method_not_allowed(verb, f"{t.info.plural}/{t.sub}" if t.sub else t.info.plural, t.info.group)
         if t.info.namespaced and t.namespace is None and verb not in ("list", "watch"):
             raise not_found_path()
         ns = t.namespace or ""
