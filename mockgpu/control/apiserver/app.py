@@ -263,7 +263,7 @@ class APIApp:
             out.setdefault("metadata", {}).update(meta)
             return json_response(out)
         return json_response({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
-                              "items": items})
+                              "items": [_without_type_meta(o) for o in items]})
 
     def _check_list_rv(self, q: Any) -> int:
         """List semantics of resourceVersion: unset/"0" → now; NotOlderThan a future version → 504;
@@ -299,3 +299,8 @@ class APIApp:
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
         return json_response(obj, status)
+
+
+def _without_type_meta(obj: Obj) -> Obj:
+    """List items as kube-apiserver encodes them: the list carries kind and apiVersion, its items do not."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
