@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
 
 # Debian's chromium, started as the machine notes say: headless, no sandbox (CI runs as root), and
-# nothing that phones home (the network is closed, so those connections would only fail).
+# nothing that phones home (the network is closed, so those connections would only fail). /dev/shm is
+# small in containers, hence --disable-dev-shm-usage.
 CHROMIUM_PATH = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
 def artifacts_dir() -> Path:
