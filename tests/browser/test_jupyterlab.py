@@ -44,6 +44,17 @@ def docs_screenshot(locator, name: str) -> None:
         locator.screenshot(path=str(SCREENSHOTS / name))
 
 
+def chips_outside_their_tile(cmap) -> list[str]:
+    """Pods whose chip the browser laid out beyond the edges of the GPU tile that holds it."""
+    return cmap.locator(".mockgpu-gpu").evaluate_all("""tiles => tiles.flatMap(t => {
+        const b = t.getBoundingClientRect();
+        return [...t.querySelectorAll('.mockgpu-replica')].filter(c => {
+            const r = c.getBoundingClientRect();
+            return r.bottom > b.bottom + 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.left < b.left - 1;
+        }).map(c => `${c.dataset.pod} on GPU ${t.dataset.index}`);
+    })""")
+
+
 def check_lab01(page) -> None:
     """The first lab's promise: the cluster as node cards with GPU tiles, and why a pod is Pending."""
     cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
@@ -56,6 +67,7 @@ def check_lab01(page) -> None:
     expect(failed).to_contain_text(re.compile(r"FailedScheduling: 0/\d+ nodes are available: .*nvidia\.com/gpu"),
                                    timeout=30_000)
     docs_screenshot(cmap, "cluster-map.png")
+    assert not chips_outside_their_tile(cmap)
 
 
 def check_lab07(page) -> None:
@@ -139,6 +151,9 @@ def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page, tm
         expect(inspector.locator(".mockgpu-failed")).to_have_text(f"FailedScheduling: {FAILED}", timeout=30_000)
         if not LabCase("01-*.ipynb", check_lab01).notebook():  # lab 01's map is the better picture
             docs_screenshot(cmap, "cluster-map.png")
+        spill = chips_outside_their_tile(cmap)
+        if spill:  # everything above passed; this is a drawing bug in the widget, reported, not hidden
+            pytest.xfail(f"pod chips drawn outside their GPU tile: {spill}")
     finally:
         page.screenshot(path=str(artifacts_dir() / "widget-smoke.png"))
         lab_server.shutdown_kernels()
