@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-LABS = ROOT / "labs"
+from labserver import LABS
 
 # Debian's chromium, started as the machine notes say: headless, no sandbox (CI runs as root), and
 # nothing that phones home (the network is closed, so those connections would only fail). /dev/shm is
@@ -21,13 +18,6 @@ LABS = ROOT / "labs"
 CHROMIUM_PATH = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
-
-
-def artifacts_dir() -> Path:
-    """Where every run's screenshots go (``artifacts/`` is gitignored); MOCKGPU_ARTIFACTS overrides."""
-    d = Path(os.environ.get("MOCKGPU_ARTIFACTS", ROOT / "artifacts")) / "browser"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def _missing() -> str | None:

@@ -22,6 +22,17 @@ from pathlib import Path
 
 import nbformat
 
+ROOT = Path(__file__).resolve().parents[2]
+LABS = ROOT / "labs"
+
+
+def artifacts_dir() -> Path:
+    """Where every run's screenshots go (``artifacts/`` is gitignored); MOCKGPU_ARTIFACTS overrides."""
+    d = Path(os.environ.get("MOCKGPU_ARTIFACTS", ROOT / "artifacts")) / "browser"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 # User settings that keep a headless, offline Lab quiet and fully rendered: no news or update checks
 # (this machine has no network), no extension manager (it queries PyPI), and no cell virtualisation
 # (with windowing, off-screen cells are not in the DOM, so a test could not see their outputs).

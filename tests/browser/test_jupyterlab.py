@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
 
-from conftest import LABS, artifacts_dir  # noqa: E402
 from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
+from labserver import LABS, artifacts_dir  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
