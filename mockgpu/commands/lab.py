@@ -98,7 +98,7 @@ def build_argv(d: Path, notebook: Path | None, port: int, *, no_browser: bool, a
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
     if no_browser:
         argv.append("--no-browser")
-    if as_root:  # containers (the Dockerfile) run as root; Jupyter refuses that unless told
+    if as_root:  # containers often run as root; Jupyter refuses that unless told
         argv.append("--allow-root")
     return argv
 
