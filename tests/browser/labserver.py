@@ -102,6 +102,8 @@ class LabServer:
         env["JUPYTER_PREFER_ENV_PATH"] = "1"  # the kernel spec of this interpreter's env, not ~/.local
         env["JUPYTER_TOKEN"] = self.token  # not on the command line, where `ps` would show it
         env.pop("JUPYTER_PATH", None)
+        env["MOCKGPU_HOME"] = str(self.home / "mockgpu")  # clusters the labs start live in tmp, not ~/.mockgpu
+        env.pop("MOCKGPU_KUBECONFIG", None)  # labs start their own embedded cluster, never the user's
         return env
 
     def write_settings(self) -> None:

@@ -127,12 +127,12 @@ def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
         lab_server.shutdown_kernels()
 
 
-def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page, tmp_path):
+def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page):
     """The widgets in a real Lab: node cards with their GPU tiles, the pending pod, and the inspector's
     FailedScheduling line, all drawn by the ipywidgets views from what the kernel read through the API."""
     from widget_smoke import FAILED, write_smoke_notebook
 
-    notebook = write_smoke_notebook(lab_server.root / "widget-smoke.ipynb", tmp_path / "mockgpu-home")
+    notebook = write_smoke_notebook(lab_server.root / "widget-smoke.ipynb")
     try:
         run_in_lab(page, lab_server, notebook.name)
         cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap")

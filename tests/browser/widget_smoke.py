@@ -21,7 +21,7 @@ FAILED = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0
 CELLS = [
     """from mockgpu.widgets import ClusterMap, LabCluster, PodInspector
 
-lab = LabCluster("clusters/seed-4x2.yaml", name="browser-smoke", home={home!r}).start()""",
+lab = LabCluster("clusters/seed-4x2.yaml", name="browser-smoke").start()  # under $MOCKGPU_HOME (tmp)""",
     """import json
 core = lab.client.core
 lab.submit("train", "train", gpus=1)
@@ -59,9 +59,9 @@ inspector""",
 ]
 
 
-def write_smoke_notebook(path: Path, home: Path) -> Path:
+def write_smoke_notebook(path: Path) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src.format(home=str(home), failed=FAILED)) for src in CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(src.format(failed=FAILED)) for src in CELLS]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, path)
     return path
