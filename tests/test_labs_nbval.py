@@ -77,7 +77,7 @@ def test_lab_kernel_is_python3(path: Path):
     assert nbformat.read(path, as_version=4).metadata.get("kernelspec", {}).get("name") == "python3"
 
 
-@pytest.mark.skipif(not SANITIZE.exists(), reason="labs/nbval-sanitize.cfg not written yet")
+@pytest.mark.skipif(not SANITIZE.exists(), reason="no labs/nbval-sanitize.cfg: no checked output needs sanitizing")
 def test_sanitize_file_is_read_whole_by_nbval():
     """nbval takes a ``regex:`` line only when a ``replace:`` line follows at once; other spellings are
     silently ignored. Every regex line must be taken, and compile."""
