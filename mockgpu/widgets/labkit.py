@@ -8,6 +8,7 @@ one started by ``mockgpu up``) and only deletes the pods it created itself (labe
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -66,11 +67,19 @@ def scheduler_profiles(spec: Any) -> list[str]:
     return list(config.profiles)
 
 
+def has_control_plane() -> bool:
+    """Whether this checkout's embedded backend can run the scheduler and kubelets."""
+    from mockgpu.backends.embedded import EmbeddedCluster
+
+    return {"kubelets", "scheduler"} <= set(inspect.signature(EmbeddedCluster).parameters)
+
+
 class LabCluster:
     """Context manager: ``with LabCluster(spec, name=...) as lab: lab.client ...``."""
 
     def __init__(self, spec: str | Path, *, name: str, scheduler_config: str | Path | None = None,
-                 edit: Callable[[dict], None] | None = None, home: str | Path | None = None) -> None:
+                 edit: Callable[[dict], None] | None = None, home: str | Path | None = None,
+                 control_plane: bool = True) -> None:
         self.spec_path = str(spec)
         self.spec_file = repo_path(spec)  # the file as written (without in-memory edits)
         self.spec = load_lab_spec(spec, scheduler_config, edit)
@@ -80,6 +89,7 @@ class LabCluster:
         self.cluster: Any = None
         self.client: ClusterClient | None = None
         self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
+        self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
 
     @property
     def up_command(self) -> str:
@@ -94,7 +104,15 @@ class LabCluster:
         from mockgpu.backends.embedded.cluster import destroy
         from mockgpu.backends.embedded.daemon import running_endpoint
 
-        cluster = EmbeddedCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True)
+        control: dict[str, Any] = {"kubelets": True, "scheduler": True}  # scheduler + a fake kubelet per node
+        if self.control_plane and has_control_plane():
+            from mockgpu.control.kubelet.kubelet import KubeletOptions
+
+            # a lab's pods are disposable: at close their containers get 0.5 s, not the kubelet's 2 s
+            control["kubelet_options"] = KubeletOptions(stop_grace=0.5)
+        else:
+            control = {}  # API only
+        cluster = EmbeddedCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True, **control)
         if running_endpoint(cluster.state) is not None:
             raise MockgpuError(f"cluster '{self.name}' is already served by another process (is this lab open "
                                f"twice?); stop that kernel or run: mockgpu down --name {self.name}")

@@ -1,7 +1,8 @@
-"""The widgets against a real (API-only) embedded cluster: what they read comes through the Kubernetes API.
+"""The widgets against a real API-only embedded cluster: what they read comes through the Kubernetes API.
 
-No scheduler or kubelet runs here; where the test needs their effects it writes them through the API the
-way those loops do (a binding, a status condition, an event, a GPU-state ConfigMap, a container log file).
+No scheduler or kubelet runs here (``control_plane=False``); where the test needs their effects it writes
+them through the API the way those loops do (a binding, a status condition, a GPU-state ConfigMap, a
+container log file). ``test_widgets_control_plane.py`` runs them against the real loops.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ G0 = gpu(0)["uuid"]
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    with LabCluster("clusters/seed-4x2.yaml", name="widgets-test", home=tmp_path_factory.mktemp("home")) as lab:
+    with LabCluster("clusters/seed-4x2.yaml", name="widgets-test", home=tmp_path_factory.mktemp("home"),
+                    control_plane=False) as lab:
         yield lab
 
 
@@ -134,7 +136,7 @@ def test_a_missing_kubeconfig_says_how_to_start_a_cluster(tmp_path):
 
 
 def test_a_stopped_cluster_shows_a_message_with_the_command_not_a_traceback(tmp_path):
-    lab = LabCluster("clusters/seed-4x2.yaml", name="gone", home=tmp_path).start()
+    lab = LabCluster("clusters/seed-4x2.yaml", name="gone", home=tmp_path, control_plane=False).start()
     panel = ClusterMap(lab.client)
     assert panel.refresh() is not None
     lab.close()
@@ -144,10 +146,10 @@ def test_a_stopped_cluster_shows_a_message_with_the_command_not_a_traceback(tmp_
 
 
 def test_a_lab_run_after_a_crashed_run_starts_clean(tmp_path):
-    first = LabCluster("clusters/seed-4x2.yaml", name="again", home=tmp_path).start()
+    first = LabCluster("clusters/seed-4x2.yaml", name="again", home=tmp_path, control_plane=False).start()
     SubmitPanel(first.client).submit(Submission("inspect", 1, name="left-over"))
     first.cluster.stop()  # the kernel died: state stays behind
-    with LabCluster("clusters/seed-4x2.yaml", name="again", home=tmp_path) as second:
+    with LabCluster("clusters/seed-4x2.yaml", name="again", home=tmp_path, control_plane=False) as second:
         assert second.client.list_pods() == []
     assert not (tmp_path / "again").exists()
 
