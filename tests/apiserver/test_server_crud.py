@@ -239,3 +239,12 @@ def test_kubectl_create_of_a_list_file_validates(cluster, core, tmp_path):
                           "create", "-f", str(manifest)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert core.read_namespaced_config_map("from-list", "default").data == {"a": "b"}
+
+
+def test_list_items_carry_no_type_meta_as_upstream(raw, core, make_pod):
+    core.create_namespaced_pod("default", make_pod("tm"))
+    code, body = raw.json("GET", "/api/v1/namespaces/default/pods")
+    assert code == 200 and (body["kind"], body["apiVersion"]) == ("PodList", "v1")
+    assert "kind" not in body["items"][0] and "apiVersion" not in body["items"][0]
+    code, one = raw.json("GET", "/api/v1/namespaces/default/pods/tm")
+    assert (one["kind"], one["apiVersion"]) == ("Pod", "v1")

@@ -229,3 +229,11 @@ def test_bad_binding_and_eviction_bodies(raw, core, make_pod, sub, body, code):
     assert got == code, data
     pod = core.read_namespaced_pod("tb", "default")
     assert pod.spec.node_name is None and pod.metadata.deletion_timestamp is None
+
+
+@pytest.mark.parametrize("query", ["resourceVersion=-3", "resourceVersion=abc", "timeoutSeconds=1.5",
+                                   "timeoutSeconds=nan"],
+                         ids=["negative-rv", "text-rv", "float-timeout", "nan-timeout"])
+def test_bad_watch_parameters_are_400(raw, query):
+    code, data, _ = raw.request("GET", f"{POD_PATH}?watch=true&{query}")
+    assert code == 400 and _status(data)["reason"] == "BadRequest"

@@ -71,6 +71,8 @@ def test_up_kill9_resume_down(home):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+    stopped = [ln for ln in mockgpu(home, "status").stdout.splitlines() if ln.startswith("seed-4x2")]
+    assert stopped and "stopped" in stopped[0]  # the stale pid is not mistaken for a running server
 
     again = mockgpu(home, "up", "--name", "seed-4x2")
     assert again.returncode == 0, again.stderr
@@ -144,3 +146,19 @@ def test_embedded_cluster_as_a_daemon_from_a_threaded_process(tmp_path):
     finally:
         stop.set()
         helper.join()
+
+
+def test_kubeconfig_elsewhere_is_merged_and_cleaned(home):
+    kc = home / "kube" / "config"
+    kc.parent.mkdir()
+    kc.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster: {server: https://example.invalid}\n"
+                  "contexts: []\nusers: []\ncurrent-context: prod\n")
+    up = mockgpu(home, "up", "--name", "side", "--kubeconfig", str(kc))
+    assert up.returncode == 0, up.stderr
+    assert up.stdout.strip().splitlines()[-1] == str(kc)
+    api, core = _core(str(kc))
+    assert core.list_namespace().items
+    api.close()
+    assert mockgpu(home, "down", "--name", "side").returncode == 0
+    text = kc.read_text()
+    assert "prod" in text and "mockgpu-side" not in text

@@ -32,6 +32,8 @@ class EmbeddedBackend:
         kubeconfig = Path(opts.kubeconfig) if opts.kubeconfig else None
         if opts.dry_run:
             target = kubeconfig or state.default_kubeconfig
+            how = "would resume" if state.exists() else "would create"
+            print(f"cluster '{opts.name}' (embedded): {how}; kubeconfig {target}")  # a dry run's whole output
             return ClusterInfo(opts.name, self.name, "https://127.0.0.1:<free port>", target,
                                "would resume" if state.exists() else "would create")
         config, created = prepare(state, opts.spec, kubeconfig=kubeconfig, scheduler_config=opts.scheduler_config,

@@ -9,6 +9,7 @@ when the Accept header asks for one (kubectl get). Reading requests is ``request
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from mockgpu.control.apiserver.request import (
     decode_body,
     decode_continue,
     delete_options,
+    encode,
     encode_continue,
     int_param,
     json_response,
@@ -52,6 +54,8 @@ class APIApp:
         self.api = ResourceAPI(store)
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
+        self._openapi: dict[str, bytes] = {}
+        self._openapi_lock = asyncio.Lock()
         self.app = web.Application(middlewares=[guard(token)], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
 
@@ -64,6 +68,8 @@ class APIApp:
             simple = self._simple_get(path, accept)
             if simple is not None:
                 return simple
+            if path in ("/openapi/v3", "/openapi/v3/api/v1"):
+                return await self._openapi_v3(path)
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
         raise not_found_path()
@@ -91,11 +97,18 @@ class APIApp:
                 return web.Response(body=body, content_type=protobuf.OPENAPI_V2_CONTENT_TYPE)
             return json_response({"swagger": "2.0", "info": {"title": "Kubernetes", "version": discovery.GIT_VERSION},
                                   "paths": {}, "definitions": {}})
-        if path == "/openapi/v3":
-            return json_response(openapi.openapi_v3_root())
-        if path == "/openapi/v3/api/v1":
-            return json_response(openapi.openapi_v3_core())
         return None
+
+    async def _openapi_v3(self, path: str) -> web.Response:
+        """The OpenAPI v3 documents, built once off the event loop (building them imports the official client's
+        models, which takes a second; other requests and watches keep being served meanwhile)."""
+        async with self._openapi_lock:
+            if not self._openapi:
+                loop = asyncio.get_running_loop()
+                self._openapi = await loop.run_in_executor(None, lambda: {
+                    "/openapi/v3": encode(openapi.openapi_v3_root()),
+                    "/openapi/v3/api/v1": encode(openapi.openapi_v3_core())})
+        return web.Response(body=self._openapi[path], content_type=JSON)
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, q = request.method, request.query
@@ -103,7 +116,7 @@ class APIApp:
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):
-            raise st.method_not_allowed(method, t.info.kind)
+            raise st.method_not_allowed(verb, f"{t.info.plural}/{t.sub}" if t.sub else t.info.plural, t.info.group)
         if t.info.namespaced and t.namespace is None and verb not in ("list", "watch"):
             raise not_found_path()
         ns = t.namespace or ""
@@ -250,7 +263,7 @@ class APIApp:
             out.setdefault("metadata", {}).update(meta)
             return json_response(out)
         return json_response({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
-                              "items": items})
+                              "items": [_without_type_meta(o) for o in items]})
 
     def _check_list_rv(self, q: Any) -> int:
         """List semantics of resourceVersion: unset/"0" → now; NotOlderThan a future version → 504;
@@ -261,6 +274,8 @@ class APIApp:
             return rv
         try:
             wanted = int(given)
+            if wanted < 0:
+                raise ValueError(given)
         except ValueError:
             raise st.bad_request(f'invalid resource version "{given}"') from None
         if wanted > rv:
@@ -284,3 +299,8 @@ class APIApp:
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
         return json_response(obj, status)
+
+
+def _without_type_meta(obj: Obj) -> Obj:
+    """List items as kube-apiserver encodes them: the list carries kind and apiVersion, its items do not."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}

@@ -127,7 +127,7 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
     from aiohttp import web
 
-    from mockgpu.control.apiserver.request import TRUE, encode, wants_table
+    from mockgpu.control.apiserver.request import TRUE, encode, int_param, wants_table
     from mockgpu.control.apiserver.status import StatusError, bad_request
 
     q = request.query
@@ -140,10 +140,9 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     given = q.get("resourceVersion", "")
     send_initial = q.get("sendInitialEvents") in TRUE
     bookmarks = q.get("allowWatchBookmarks") in TRUE
-    try:
-        timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
-    except ValueError:
-        raise bad_request(f'invalid value for timeoutSeconds: "{q.get("timeoutSeconds")}"') from None
+    timeout = int_param(q, "timeoutSeconds")
+    if timeout is None or timeout < 0:
+        timeout = DEFAULT_TIMEOUT_S
     table = wants_table(request.headers.get("Accept", ""))
     error: StatusError | None = None
     watcher: Watcher | None = None
@@ -153,6 +152,8 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     else:
         try:
             since = int(given)
+            if since < 0:
+                raise ValueError(given)
         except ValueError:
             raise bad_request(f'invalid resource version "{given}"') from None
         try:
