@@ -85,19 +85,25 @@ class ControlPlane:
                 config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
                 self.scheduler = Scheduler(self.api_client(), config).start()
             if self.want_kubelets:
-                spec = self.state.load_spec()
-                for node in spec.nodes():
-                    k = Kubelet(self.api_client(), spec, node.name, spec_file=self.state.spec_file,
-                                root=node_root(self.state, node.name), state_dir=self.state.dir,
-                                options=self.kubelet_options)
-                    self.kubelets[node.name] = k
-                    k.start()
+                for node in self.state.load_spec().nodes():
+                    self.kubelets[node.name] = self._kubelet(node.name).start()
                 for k in self.kubelets.values():
                     k.wait_ready(self.ready_timeout)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _kubelet(self, node: str) -> Kubelet:
+        return Kubelet(self.api_client(), self.state.load_spec(), node, spec_file=self.state.spec_file,
+                       root=node_root(self.state, node), state_dir=self.state.dir, options=self.kubelet_options)
+
+    def restart_kubelet(self, node: str) -> Kubelet:
+        """Stop a node's kubelet (its containers and plugin) and start a new one on the same node dir."""
+        self.kubelets.pop(node).stop()
+        k = self.kubelets[node] = self._kubelet(node).start()
+        k.wait_ready(self.ready_timeout)
+        return k
 
     def stop(self) -> None:
         """Kubelets (in parallel) then the scheduler."""
