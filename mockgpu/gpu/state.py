@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockgpu.gpu.driver import Driver
+from mockgpu.gpu.inventory import NodeInventory
 from mockgpu.gpu.oomlog import read_ooms
 
 MIB = 1 << 20
@@ -57,6 +58,22 @@ class StateInputs:
 
     allocations: tuple[DeviceAllocation, ...] = ()
     replicas: Mapping[str, int] = field(default_factory=dict)
+
+
+def device_uuid(inventory: NodeInventory, device_id: str) -> str:
+    """The GPU or MIG UUID behind a device plugin ID: ``<UUID>[::n]``, or NVIDIA's index form ``i`` / ``i:j``."""
+    base = device_id.split("::", 1)[0]
+    if base.startswith(("GPU-", "MIG-")):
+        return base
+    gpu, _, mig = base.partition(":")
+    for g in inventory.gpus:
+        if str(g.index) == gpu:
+            if not mig:
+                return g.uuid
+            for m in g.mig:
+                if str(m.mig_index) == mig:
+                    return m.uuid
+    return base
 
 
 def rfc3339(t: float | datetime | None = None) -> str:
