@@ -75,9 +75,12 @@ class ControlPlane:
         return c
 
     def start(self) -> ControlPlane:
-        from kubernetes import client
-
         try:
+            if self.want_kubelets:  # device plugins start while the client library is imported below
+                for node in self.state.load_spec().nodes():
+                    self.kubelets[node.name] = self._kubelet(node.name).start_devices()
+            from kubernetes import client
+
             ensure_namespace(client.CoreV1Api(self.api_client()))
             if self.want_scheduler:
                 from mockgpu.control.scheduler import Scheduler
@@ -85,8 +88,8 @@ class ControlPlane:
                 config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
                 self.scheduler = Scheduler(self.api_client(), config).start()
             if self.want_kubelets:
-                for node in self.state.load_spec().nodes():
-                    self.kubelets[node.name] = self._kubelet(node.name).start()
+                for k in self.kubelets.values():
+                    k.start_api()
                 for k in self.kubelets.values():
                     k.wait_ready(self.ready_timeout)
         except BaseException:
@@ -95,7 +98,7 @@ class ControlPlane:
         return self
 
     def _kubelet(self, node: str) -> Kubelet:
-        return Kubelet(self.api_client(), self.state.load_spec(), node, spec_file=self.state.spec_file,
+        return Kubelet(self.api_client, self.state.load_spec(), node, spec_file=self.state.spec_file,
                        root=node_root(self.state, node), state_dir=self.state.dir, options=self.kubelet_options)
 
     def restart_kubelet(self, node: str) -> Kubelet:

@@ -69,12 +69,13 @@ class KubeletOptions:
 class Kubelet:
     def __init__(self, api_client: Any, spec: ClusterSpec, node: str, *, spec_file: Path, root: Path,
                  state_dir: Path, options: KubeletOptions | None = None) -> None:
-        from kubernetes import client
-
+        """``api_client``: a ``kubernetes.client.ApiClient``, or a callable making one when the API side starts
+        (so ``start_devices()`` can run while the client library is still being imported)."""
         self.options = options or KubeletOptions()
         self.spec, self.node = spec, spec.node(node)
         self.name = node
-        self.core = client.CoreV1Api(api_client)
+        self._api_client = api_client
+        self.core: Any = None
         self.root = Path(root)
         self.driver_dir = self.root / "driver"
         self.plugin_dir = plugin_dir_for(self.root)
@@ -90,9 +91,8 @@ class Kubelet:
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
                                     self.root / "device-plugin.log") if self.has_gpus and self.options.run_plugin \
             else None
-        self.events = EventRecorder(self.core, node)
-        self.publisher = GpuStatePublisher(self.core, node, self.driver_dir, inputs=self.state_inputs,
-                                           interval=self.options.publish_interval) if self.has_gpus else None
+        self.events: EventRecorder | None = None
+        self.publisher: GpuStatePublisher | None = None
         self.pods = PodSync(self)
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -104,12 +104,28 @@ class Kubelet:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Kubelet:
+        return self.start_devices().start_api()
+
+    def start_devices(self) -> Kubelet:
+        """The node side: driver dir, device manager (kubelet.sock) and the device plugin process."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self.inventory is not None:
             write_node_driver(self.driver_dir, self.inventory)
         self.dm.start()
         if self.plugin is not None:
             self.plugin.start()
+        return self
+
+    def start_api(self) -> Kubelet:
+        """The API side: register the Node, post status, watch pods and the Node, publish GPU state."""
+        from kubernetes import client
+
+        api = self._api_client if isinstance(self._api_client, client.ApiClient) else self._api_client()
+        self.core = client.CoreV1Api(api)
+        self.events = EventRecorder(self.core, self.name)
+        if self.has_gpus:
+            self.publisher = GpuStatePublisher(self.core, self.name, self.driver_dir, inputs=self.state_inputs,
+                                               interval=self.options.publish_interval)
         self._register()
         self._spawn(self._status_loop, f"nodestatus-{self.name}")
         pods = functools.partial(self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.name}")
@@ -144,7 +160,8 @@ class Kubelet:
         for r in self._reflectors:
             r.stop()
         self.pods.shutdown(self.options.stop_grace)
-        self.events.stop()
+        if self.events is not None:
+            self.events.stop()
         if self.publisher is not None:
             self.publisher.stop()
         for t in self._threads:

@@ -1,8 +1,9 @@
 """The node's device plugin as its own process, as a DaemonSet pod would run it next to the kubelet.
 
 ``PluginProcess(spec_file, node, plugin_dir, driver_dir, log_file)`` runs
-``python -m mockgpu.cli device-plugin --spec ... --node ... --plugin-dir ... --driver-dir ...`` in its own
-session; ``stop()`` sends SIGTERM, then SIGKILL, and reaps it, so it never outlives the kubelet.
+``mockgpu device-plugin --spec ... --node ... --plugin-dir ... --driver-dir ...`` (through ``plugin_main``, the
+same command without the CLI's other subcommands) in its own session; ``stop()`` sends SIGTERM, then SIGKILL,
+and reaps it, so it never outlives the kubelet.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 
 class PluginProcess:
     def __init__(self, spec_file: Path, node: str, plugin_dir: Path, driver_dir: Path, log_file: Path) -> None:
-        self.argv = [sys.executable, "-m", "mockgpu.cli", "device-plugin", "--spec", str(spec_file), "--node", node,
-                     "--plugin-dir", str(plugin_dir), "--driver-dir", str(driver_dir)]
+        self.argv = [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "device-plugin",
+                     "--spec", str(spec_file), "--node", node, "--plugin-dir", str(plugin_dir),
+                     "--driver-dir", str(driver_dir)]
         self.log_file = log_file
         self.proc: subprocess.Popen | None = None
 
