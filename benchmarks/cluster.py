@@ -64,12 +64,15 @@ def pod_latencies(n: int) -> list[float]:
         resp = core.list_namespaced_pod("default", watch=True, _preload_content=False)
 
         def follow() -> None:
-            for line in iter_resp_lines(resp):
-                obj = json.loads(line)["object"]
-                if (obj.get("status") or {}).get("phase") == "Running":
-                    with seen:
-                        running.setdefault(obj["metadata"]["name"], time.perf_counter())
-                        seen.notify_all()
+            try:
+                for line in iter_resp_lines(resp):
+                    obj = json.loads(line)["object"]
+                    if (obj.get("status") or {}).get("phase") == "Running":
+                        with seen:
+                            running.setdefault(obj["metadata"]["name"], time.perf_counter())
+                            seen.notify_all()
+            except Exception:  # the stream ends when the cluster goes down
+                return
 
         threading.Thread(target=follow, daemon=True).start()
         out = []

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.backends.embedded import daemon
-from mockgpu.backends.embedded.controlplane import ControlPlane, remove_node_dirs
+from mockgpu.backends.embedded.controlplane import ControlPlane, load_scheduler_config, remove_node_dirs
 from mockgpu.backends.embedded.kubeconfig import remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.embedded.state import ClusterState, new_config
 from mockgpu.backends.embedded.tls import ensure_serving_cert
@@ -117,8 +117,6 @@ class EmbeddedCluster:
     def start(self) -> EmbeddedCluster:
         sched_config = None
         if self.scheduler or not self.in_process:  # an invalid config fails before anything starts
-            from mockgpu.control.scheduler import load_scheduler_config
-
             sched_config = load_scheduler_config(self.spec, self.scheduler_config)
         self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig,
                                        scheduler_config=self.scheduler_config)

@@ -13,21 +13,37 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from mockgpu.backends.embedded.state import ClusterState
+from mockgpu.config import ClusterSpec
 from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, plugin_dir_for
 from mockgpu.control.kubelet.publisher import ensure_namespace
-from mockgpu.sched.config import SchedulerConfig
+from mockgpu.errors import ConfigError
+from mockgpu.sched.config import SchedulerConfig, default_config, load_config
 
 log = logging.getLogger(__name__)
 
 
+def load_scheduler_config(spec: ClusterSpec | None, override: Path | str | None = None) -> SchedulerConfig:
+    """``--scheduler-config``, else the spec's file, else upstream's defaults; ConfigError with the field path.
+
+    The same rule as ``mockgpu.control.scheduler.load_scheduler_config``, on the pure ``mockgpu.sched.config``
+    only: ``mockgpu up`` validates before starting anything without importing the API client library.
+    """
+    source = Path(override) if override is not None else spec.scheduler_config_path() if spec else None
+    if source is None:
+        return default_config()
+    if not source.is_file():
+        where = "--scheduler-config" if override is not None else f"{spec.source if spec else ''}: spec.schedulerConfig"
+        raise ConfigError(str(source), "", f"no such file (from {where})")
+    return load_config(source)
+
+
 def scheduler_config_of(state: ClusterState, config: dict[str, Any]) -> SchedulerConfig:
     """The KubeSchedulerConfiguration recorded at ``up`` (ConfigError with the field path if invalid)."""
-    from mockgpu.control.scheduler import load_scheduler_config
-
     path = config.get("schedulerConfig")
     return load_scheduler_config(None, Path(path) if path else None)
 
@@ -75,23 +91,33 @@ class ControlPlane:
         return c
 
     def start(self) -> ControlPlane:
+        t0 = time.monotonic()
+
+        def mark(what: str) -> None:
+            log.info("control plane: %s after %.2f s", what, time.monotonic() - t0)
+
         try:
             if self.want_kubelets:  # device plugins start while the client library is imported below
                 for node in self.state.load_spec().nodes():
                     self.kubelets[node.name] = self._kubelet(node.name).start_devices()
+                mark(f"{len(self.kubelets)} device plugin processes started")
             from kubernetes import client
 
             ensure_namespace(client.CoreV1Api(self.api_client()))
+            mark("API client ready")
             if self.want_scheduler:
                 from mockgpu.control.scheduler import Scheduler
 
                 config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
                 self.scheduler = Scheduler(self.api_client(), config).start()
+                mark("scheduler started")
             if self.want_kubelets:
                 for k in self.kubelets.values():
                     k.start_api()
+                mark("nodes registered")
                 for k in self.kubelets.values():
                     k.wait_ready(self.ready_timeout)
+                mark("every node Ready with its device plugins registered")
         except BaseException:
             self.stop()
             raise

@@ -61,6 +61,9 @@ def run_daemon(state_dir: Path) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     state = ClusterState(Path(state_dir).name, Path(state_dir))
     (state.dir / PID_NAME).write_text(str(os.getpid()))
+    # The daemon never validates manifests: keep ``kubernetes.dynamic`` from importing kubernetes-validate
+    # (a test dependency whose JSON-schema grammars take over a second to build) when the client is imported.
+    sys.modules.setdefault("kubernetes_validate", None)
     try:
         server = make_server(state, mode="daemon", seed_nodes=False)
         asyncio.run(_serve(state, server))
