@@ -94,10 +94,21 @@ def test_up_ready_then_down_leaves_no_process(home: Path) -> None:
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
 
 
-def test_device_plugins_end_with_a_killed_daemon(home: Path) -> None:
-    up = mockgpu(home, "up", "--spec", str(WORKSHOP))
+ONE_NODE = """apiVersion: mockgpu.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: one}
+spec:
+  nodePools:
+  - {name: gpu, count: 1, cpu: "8", memory: 64Gi, gpu: {model: A100-SXM4-80GB, count: 2}}
+"""
+
+
+def test_device_plugin_ends_with_a_killed_daemon(home: Path) -> None:
+    (home / "one.yaml").write_text(ONE_NODE)
+    up = mockgpu(home, "up", "--spec", str(home / "one.yaml"))
     assert up.returncode == 0, up.stderr
-    pid = json.loads((home / "workshop" / "endpoint.json").read_text())["pid"]
+    pid = json.loads((home / "one" / "endpoint.json").read_text())["pid"]
+    assert [c for c in processes_under(home).values() if "device-plugin" in c]
     os.kill(pid, signal.SIGKILL)
     assert wait_gone(home, 10) == {}
-    assert mockgpu(home, "down", "--name", "workshop").returncode == 0
+    assert mockgpu(home, "down", "--name", "one").returncode == 0

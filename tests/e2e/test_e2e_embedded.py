@@ -96,6 +96,10 @@ def test_seed_4x2_pending_four_gpu_pod_and_running_two_gpu_pod(tmp_path: Path) -
         assert len(uuids) == 2 and set(uuids) <= {g.uuid for g in node_inventory(load_spec(spec), node).gpus}
         annotations = pods.get("pair").metadata.annotations
         assert annotations["mockgpu.io/selected-node"] == node
+        # the pending timeline: created, first unschedulable / bound (scheduler), started (kubelet's status)
+        assert "mockgpu.io/first-unschedulable-time" in big.metadata.annotations
+        assert "mockgpu.io/bound-time" in annotations
+        assert pods.get("pair").status.container_statuses[0].state.terminated.started_at is not None
         pods.delete_all(["big", "pair"])
 
 
