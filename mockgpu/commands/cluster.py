@@ -53,10 +53,6 @@ def run_up(args: argparse.Namespace) -> int:
         if missing:
             raise MockgpuError(missing, exit_code=2)
     spec = _spec_for(args)
-    if args.backend == "embedded" and (args.spec is not None or args.scheduler_config is not None):
-        from mockgpu.control.scheduler.config import load_scheduler_config
-
-        load_scheduler_config(spec, args.scheduler_config)  # a bad config fails here, before anything starts
     name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
     opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,
                      dry_run=args.dry_run, device_plugin=args.device_plugin, retain=args.retain)
