@@ -6,6 +6,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,17 @@ def test_seed_4x2_pending_four_gpu_pod_and_running_two_gpu_pod(tmp_path: Path) -
         assert "mockgpu.io/first-unschedulable-time" in big.metadata.annotations
         assert "mockgpu.io/bound-time" in annotations
         assert pods.get("pair").status.container_statuses[0].state.terminated.started_at is not None
-        pods.delete_all(["big", "pair"])
+        # concurrent submissions through the scheduler: 10 one-GPU pods for 8 GPUs
+        names = [f"one-{i}" for i in range(10)]
+        with ThreadPoolExecutor(5) as ex:
+            list(ex.map(lambda n: pods.core.create_namespaced_pod(
+                "default", pod(n, ["sleep", "30"], {"nvidia.com/gpu": "1"})), names))
+        wait_for(lambda: sum(pods.phase(n) == "Running" for n in names) == 8, what="8 Running")
+        ids = [i for k in c.control_plane.kubelets.values() for res in k.dm.pod_devices().values()
+               for i in res.get("nvidia.com/gpu", [])]
+        assert len(ids) == len(set(ids)) == 8
+        assert sum(pods.phase(n) == "Pending" and not pods.get(n).spec.node_name for n in names) == 2
+        pods.delete_all(["big", "pair", *names])
 
 
 def _uuid_in_log(text: str) -> str | None:

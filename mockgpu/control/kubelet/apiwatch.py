@@ -5,7 +5,9 @@ the list's resourceVersion (with bookmarks), re-listing after 410 Gone or a brok
 ``stop()``. ``list_fn(**kwargs)`` is a bound client method such as ``CoreV1Api.list_pod_for_all_namespaces``
 with its selectors pre-applied (``functools.partial``); responses are read unparsed
 (``_preload_content=False``) so handlers get exactly the JSON the API server sent.
-Simplified from client-go's reflector: no resync, no paging, a fixed 0.2-2 s retry back-off.
+Simplified from client-go's reflector: no resync, no paging, a fixed 0.2-2 s retry back-off, and a re-list
+does not synthesize DELETED for objects that vanished while the watch was down (rare here: the store keeps
+10 000 events of history, so a re-list only follows a long disconnect).
 """
 
 from __future__ import annotations
