@@ -212,3 +212,41 @@ def test_no_device_given_twice_under_concurrent_submissions(core: client.CoreV1A
     for n in names:
         core.delete_namespaced_pod(n, "default", grace_period_seconds=0)
     wait_for(lambda: all(gone(core, n) for n in names), what="all deleted")
+
+
+def test_crashing_container_backs_off(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("default", pod("crasher", "whole-0", ["sh", "-c", "echo boom; exit 3"],
+                                              policy="Always"))
+
+    def backing_off() -> object:
+        cs = core.read_namespaced_pod("crasher", "default").status.container_statuses
+        return cs and cs[0].state.waiting and cs[0].state.waiting.reason == "CrashLoopBackOff" and cs[0]
+    cs = wait_for(backing_off, what="CrashLoopBackOff")
+    assert cs.last_state.terminated.exit_code == 3 and cs.last_state.terminated.reason == "Error"
+    assert cs.restart_count >= 1 and phase(core, "crasher") == "Running"  # upstream: Running while it restarts
+    events = core.list_namespaced_event("default", field_selector="involvedObject.name=crasher").items
+    assert any(e.reason == "BackOff" and e.message.startswith("Back-off restarting failed container main")
+               for e in events)
+    core.delete_namespaced_pod("crasher", "default", grace_period_seconds=0)
+    wait_for(lambda: gone(core, "crasher"), what="crasher deleted")
+
+
+def test_standalone_publisher_writes_the_same_shape(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:
+    """``mockgpu gpu-state-publisher --once`` (what the kind DaemonSet runs) against this cluster's API."""
+    import subprocess
+    import sys
+
+    k = cluster.control_plane.kubelets["whole-0"]
+    core.delete_namespaced_config_map("gpu-state-whole-0", "mockgpu-system")
+    k.publisher.stop()  # only the command writes from now on
+    r = subprocess.run([sys.executable, "-m", "mockgpu.cli", "gpu-state-publisher", "--node", "whole-0",
+                        "--driver-dir", str(k.driver_dir), "--kubeconfig", str(cluster.kubeconfig),
+                        "--checkpoint", str(k.plugin_dir / "kubelet_internal_checkpoint"), "--once"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cm = core.read_namespaced_config_map("gpu-state-whole-0", "mockgpu-system")
+    assert cm.metadata.labels == {"mockgpu.io/gpu-state": "true", "mockgpu.io/node": "whole-0"}
+    doc = json.loads(cm.data["state.json"])
+    assert doc["node"] == "whole-0" and [g["index"] for g in doc["gpus"]] == [0, 1, 2, 3]
+    assert set(doc) == {"node", "cluster", "time", "gpus", "processes", "allocations", "oomEvents"}
+    assert "DCGM_FI_DEV_FB_FREE{" in cm.data["metrics"]

@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from mockgpu.backends.embedded import EmbeddedCluster
+from mockgpu.control.kubelet.kubelet import KubeletOptions
 from mockgpu.gpu.driver import Driver
 
 from .test_kubelet_cluster import WORKSHOP, gone, phase, pod, wait_for
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path_factory.mktemp("home")
-    with EmbeddedCluster(WORKSHOP, home=home, kubelets=True, delete_on_exit=True) as c:
+    with EmbeddedCluster(WORKSHOP, home=home, kubelets=True, delete_on_exit=True,
+                         kubelet_options=KubeletOptions(heartbeat=0.5)) as c:
         yield c
 
 
@@ -44,6 +46,15 @@ def alive(pid: int) -> bool:
 
 def allocatable(core: client.CoreV1Api, node: str, resource: str = "nvidia.com/gpu") -> str | None:
     return core.read_node(node).status.allocatable.get(resource)
+
+
+def test_heartbeat_refreshes_ready(core: client.CoreV1Api) -> None:
+    def ready() -> client.V1NodeCondition:
+        return next(c for c in core.read_node("whole-0").status.conditions if c.type == "Ready")
+    first = ready()
+    later = wait_for(lambda: (r := ready()).last_heartbeat_time > first.last_heartbeat_time and r, timeout=5,
+                     what="a newer heartbeat")
+    assert later.last_transition_time == first.last_transition_time and later.status == "True"
 
 
 def test_kubelet_restart_keeps_devices_and_applies_restart_policy(core: client.CoreV1Api,
