@@ -34,14 +34,15 @@ def configmap_name(node: str) -> str:
 
 
 def ensure_namespace(core: Any, name: str = NAMESPACE) -> None:
-    """Create the namespace unless it exists (409 is success)."""
+    """Create the namespace unless it exists (409 is success; 403 too: on kind the publisher's service account
+    may not create namespaces, and the manifests that run it made this one)."""
     from kubernetes.client.exceptions import ApiException
 
     try:
         core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "mockgpu"}}})
     except ApiException as exc:
-        if exc.status != 409:
+        if exc.status not in (403, 409):
             raise
 
 
