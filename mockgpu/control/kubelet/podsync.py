@@ -232,7 +232,11 @@ class PodSync:
             workers = list(self.workers.values())
         for w in workers:
             w.abandon()
-        self.k.runtime.stop_all(grace)
+        stoppers = [threading.Thread(target=self.k.runtime.stop_pod, args=(w.uid, grace)) for w in workers]
+        for t in stoppers:  # all pods at once: shutdown takes one grace period, not one per pod
+            t.start()
+        for t in stoppers:
+            t.join(grace + 10)
         for w in workers:
             w.join(grace + 5)
         self.k.runtime.stop_all(0)  # one may have been starting while we stopped the others
