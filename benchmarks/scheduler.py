@@ -1,12 +1,11 @@
 """Benchmark of the embedded scheduler: pods scheduled per second, end to end through the API.
 
-A cluster with no spec nodes (so no kubelets) is served by the control-plane daemon (its own process, as
-``mockgpu up`` runs it); 100 KWOK-style nodes with 8 GPUs each are created through the API. The scheduler
-under test runs in this process with one profile, ``bench-scheduler`` (upstream's default plugins), which
-only the benchmark's pods name — so any scheduler the daemon runs itself leaves them alone. Each run creates
-N one-GPU pods from 4 client threads and times from the first create until a watch has seen every pod bound.
-The pod creators and that watch run in a child process (they play the users, not the scheduler), so the
-scheduler's process holds only the scheduler. Figures are medians over the runs; a fresh cluster per run.
+Three processes, as on a real control plane: the embedded API server alone (an ``EmbeddedCluster`` with no
+kubelets and no scheduler of its own, in a child process), the scheduler under test (this process, nothing
+else in it), and the users (a child process creating N one-GPU pods from 4 client threads and watching until
+every pod is bound). 100 KWOK-style nodes with 8 GPUs each are created through the API. The scheduler runs
+one profile, ``bench-scheduler`` (upstream's default plugins), named by the benchmark's pods. Time runs from
+the first create until the watch has seen every pod bound. Figures are medians; a fresh cluster per run.
 
     python benchmarks/scheduler.py [--runs 3] [--pods 800] [--nodes 100] [--gpus 8] [--profile]
 """
@@ -24,6 +23,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,6 +34,7 @@ from mockgpu.control.scheduler.api import RawApi, watch_events  # noqa: E402
 from mockgpu.sched.config import parse_config  # noqa: E402
 
 PROFILE = "bench-scheduler"
+CPU: list[float] = []  # scheduler-process CPU ms per pod, per run
 
 
 def node(i: int, gpus: int) -> dict:
@@ -106,39 +107,64 @@ def drive(url: str, ca: str, token: str, n: int, out: mp.Queue) -> None:
     out.put((created, counter.finished_at - start if ok else None, len(counter.bound)))
 
 
+def serve(home: str, name: str, out: mp.Queue, stop: Any) -> None:
+    """Child process: an API-only embedded cluster until ``stop`` is set."""
+    with EmbeddedCluster(None, name=name, home=home, delete_on_exit=True) as cluster:
+        out.put((cluster.url, str(cluster.state.cert_file), cluster.token))
+        stop.wait()
+
+
 def one_run(home: Path, run: int, nodes: int, gpus: int, n: int, profile: bool) -> float:
-    with EmbeddedCluster(None, name=f"bench-sched-{run}", home=home, in_process=False,
-                         delete_on_exit=True) as cluster:
-        api = RawApi(cluster.api_client())
-        for i in range(nodes):
-            api.request("POST", "/api/v1/nodes", body=node(i, gpus))
-        config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                               "profiles": [{"schedulerName": PROFILE}]}, "<bench>")
-        sched = Scheduler(cluster.api_client(), config, seed=run)
-        prof = cProfile.Profile() if profile else None
-        if prof is not None:  # profile the loop thread itself (cProfile sees one thread only)
-            loop = sched._run
-            sched._thread = threading.Thread(target=lambda: prof.runcall(loop), daemon=True)
-        sched.start()
-        try:
-            sched.wait_synced(30)
-            while len(sched.cache.nodes()) < nodes:
-                time.sleep(0.01)
-            ctx = mp.get_context("spawn")
-            out = ctx.Queue()
-            child = ctx.Process(target=drive, args=(cluster.url, str(cluster.state.cert_file), cluster.token, n, out))
-            child.start()
-            created, elapsed, bound = out.get(timeout=600)
-            child.join(30)
-            if elapsed is None:
-                raise SystemExit(f"only {bound}/{n} pods bound")
-            print(f"run {run}: {n} pods on {nodes}x{gpus} GPUs: created in {created:.2f}s, all bound after "
-                  f"{elapsed:.2f}s -> {n / elapsed:.0f} pods/s ({sched.cycles} cycles)", flush=True)
-            return n / elapsed
-        finally:
-            sched.stop()
-            if prof is not None:
-                pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    ctx = mp.get_context("spawn")
+    out, stop = ctx.Queue(), ctx.Event()
+    server = ctx.Process(target=serve, args=(str(home), f"bench-sched-{run}", out, stop))
+    server.start()
+    try:
+        url, ca, token = out.get(timeout=120)
+        return _measure(url, ca, token, run, nodes, gpus, n, profile)
+    finally:
+        stop.set()
+        server.join(30)
+        if server.is_alive():
+            server.terminate()
+
+
+def _measure(url: str, ca: str, token: str, run: int, nodes: int, gpus: int, n: int, profile: bool) -> float:
+    api = _client(url, ca, token)
+    for i in range(nodes):
+        api.request("POST", "/api/v1/nodes", body=node(i, gpus))
+    config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                           "profiles": [{"schedulerName": PROFILE}]}, "<bench>")
+    sched = Scheduler(api.client, config, seed=run)
+    prof = cProfile.Profile() if profile else None
+    if prof is not None:  # profile the loop thread itself (cProfile sees one thread only)
+        loop = sched._run
+        sched._thread = threading.Thread(target=lambda: prof.runcall(loop), daemon=True)
+    sched.start()
+    try:
+        sched.wait_synced(30)
+        while len(sched.cache.nodes()) < nodes:
+            time.sleep(0.01)
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        users = ctx.Process(target=drive, args=(url, ca, token, n, out))
+        cpu0 = time.process_time()
+        users.start()
+        created, elapsed, bound = out.get(timeout=600)
+        cpu = time.process_time() - cpu0
+        users.join(30)
+        if elapsed is None:
+            raise SystemExit(f"only {bound}/{n} pods bound")
+        print(f"run {run}: {n} pods on {nodes}x{gpus} GPUs: created in {created:.2f}s, all bound after "
+              f"{elapsed:.2f}s -> {n / elapsed:.0f} pods/s; scheduler process CPU {cpu / n * 1000:.2f} ms/pod, "
+              f"of which schedule_one {sched.cycle_seconds / n * 1000:.2f} ms ({sched.cycles} cycles)", flush=True)
+        CPU.append(cpu / n * 1000)
+        return n / elapsed
+    finally:
+        sched.stop()
+        api.client.close()
+        if prof is not None:
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def main() -> int:
@@ -154,8 +180,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mockgpu-bench-sched-") as tmp:
         rates = [one_run(Path(tmp), r, args.nodes, args.gpus, args.pods, args.profile and r == 0)
                  for r in range(args.runs)]
-    print(f"median: {statistics.median(rates):.0f} pods/s scheduled end to end "
-          f"({args.nodes} nodes x {args.gpus} GPUs, {args.pods} one-GPU pods, {args.runs} runs)")
+    print(f"median: {statistics.median(rates):.0f} pods/s scheduled end to end, scheduler process CPU "
+          f"{statistics.median(CPU):.2f} ms/pod ({args.nodes} nodes x {args.gpus} GPUs, {args.pods} one-GPU pods, "
+          f"{args.runs} runs)")
     return 0
 
 

@@ -77,13 +77,13 @@ def _write_failure(s: Scheduler, pod: dict, component: str, reason: str, message
     key = pod_key(pod)
     meta = pod.get("metadata") or {}
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
-    previous = s._written.get(key)
+    previous = s.failures_written.get(key)
     if ANNOTATION_FIRST_UNSCHEDULABLE not in (meta.get("annotations") or {}) and previous is None:
         notes = {**notes, ANNOTATION_FIRST_UNSCHEDULABLE: rfc3339(micro=True)}
     state = (reason, message, nominated, tuple(sorted((k, v) for k, v in notes.items()
                                                        if k != ANNOTATION_FIRST_UNSCHEDULABLE)))
     changed = previous != state
-    s._written[key] = state
+    s.failures_written[key] = state
     status: dict[str, Any] = {"conditions": [_condition(pod, reason, message)]}
     if nominated:
         status["nominatedNodeName"] = nominated

@@ -67,10 +67,11 @@ class Scheduler:
         self.writers = Writers(writers)
         self.scheduled = 0  # pods handed to the binder (counter for benchmarks and tests)
         self.cycles = 0
+        self.cycle_seconds = 0.0  # thread CPU time spent in schedule_one (benchmarks)
         self._inbox: queue.SimpleQueue[tuple[str, str, Any]] = queue.SimpleQueue()
         self._informers = [Informer(self.api, p, self._post) for p in ("nodes", "pods")]
         self._synced: set[str] = set()
-        self._written: dict[str, tuple] = {}  # pod key → last failure status/annotations written (no repeats)
+        self.failures_written: dict[str, tuple] = {}  # pod key → last failure status/annotations written (no repeats)
         self._start_index = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mockgpu-scheduler", daemon=True)
@@ -180,7 +181,7 @@ class Scheduler:
         key = pod_key(pod)
         if typ == "DELETED":
             self.queue.delete(key)
-            self._written.pop(key, None)
+            self.failures_written.pop(key, None)
             self.cache.unnominate(key)
             if self.cache.has_pod(key):
                 self.cache.remove_pod(key)
@@ -188,7 +189,7 @@ class Scheduler:
             return
         if node_name_of(pod):
             self.queue.delete(key)  # bound (by us or anyone): no longer pending
-            self._written.pop(key, None)
+            self.failures_written.pop(key, None)
             if not is_terminated(pod):
                 self.cache.add_pod(pod)
             elif self.cache.has_pod(key):
@@ -212,11 +213,14 @@ class Scheduler:
             self.queue.done(q.key)
             return
         self.cycles += 1
+        t0 = time.thread_time()
         try:
             res = schedule_one(pod, self.cache.snapshot_for(pod), profile, self.rng, start_index=self._start_index)
         except PluginScoreError as exc:
             failure.record_error(self, q, profile.scheduler_name, str(exc))
             return
+        finally:
+            self.cycle_seconds += time.thread_time() - t0
         self._start_index = res.next_start_index
         if res.scheduled:
             self._assume_and_bind(q, res, profile.scheduler_name)
@@ -229,7 +233,7 @@ class Scheduler:
         pod, node = q.pod, str(res.selected_node)
         self.cache.assume(pod, node)
         self.queue.done(q.key)
-        self._written.pop(q.key, None)
+        self.failures_written.pop(q.key, None)
         self.scheduled += 1
         notes = {**annotations(res), ANNOTATION_BOUND_TIME: rfc3339(micro=True)}
         self.writers.submit(q.key, lambda: self._bind(pod, node, notes, component))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import zlib
 from collections.abc import Callable
 
@@ -33,11 +34,13 @@ class Writers:
         self._queues[zlib.crc32(key.encode()) % len(self._queues)].put(task)
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Finish what was submitted, waiting at most ``timeout`` in all (threads are daemons)."""
         for q in self._queues:
             q.put(None)
+        deadline = time.monotonic() + timeout
         for t in self._threads:
             if t.is_alive():
-                t.join(timeout)
+                t.join(max(0.0, deadline - time.monotonic()))
 
     @staticmethod
     def _work(q: queue.SimpleQueue[Task | None]) -> None:
