@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import datetime
 
@@ -137,3 +138,12 @@ def test_gated_pod_is_not_scheduled(seed: Env):
     assert seed.pod("gated").spec.node_name is None
     assert seed.events("gated") == []
     assert s.queue.where("default/gated") == "gated"
+
+
+def test_stop_ends_every_thread_it_started(seed: Env):
+    s = seed.scheduler()
+    seed.create(gpu_pod("two", 2))
+    seed.wait_bound("two")
+    s.stop()
+    seed.schedulers.remove(s)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("mockgpu-scheduler")] == []
