@@ -16,6 +16,7 @@ COMMAND_MODULES: list[str] = [
     "mockgpu.deviceplugin.command",
     "mockgpu.sim.command",
     "mockgpu.commands.cluster",
+    "mockgpu.control.kubelet.publish_command",
 ]
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mockgpu.gpu.catalog import get_model
 from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.gpu.ledger import OutOfMemory, ProcessIdentity
+from mockgpu.gpu.oomlog import record_oom
 from mockgpu.gpu.visibility import CudaDevice, cuda_devices
 
 # cudaError_t values and their runtime strings (CUDA runtime API ``cudaGetErrorString``).
@@ -137,6 +138,7 @@ class CudaRuntime:
         try:
             handle = self.driver.allocate(dev.uuid, self.who, nbytes)
         except OutOfMemory as exc:
+            record_oom(self.driver.dir, dev.uuid, self.who, nbytes, exc.free)  # for the GPU-state publisher
             gib = 1 << 30
             raise CudaError(cudaErrorMemoryAllocation, f"tried to allocate {nbytes / gib:.2f} GiB on device {i}; "
                             f"{exc.free / gib:.2f} GiB free of {exc.total / gib:.2f} GiB") from None

@@ -13,6 +13,7 @@ On-disk layout::
     <dir>/ledgers/<UUID>.lock     its fcntl lock file
     <dir>/ledgers/procs/*.lock    process leases: a live process holds a shared flock on its own
     <dir>/health.json             injected Xid events, [{"uuid", "xid", "time"}], guarded by health.lock
+    <dir>/oom.log                 CUDA out-of-memory failures, one JSON line each (mockgpu.gpu.oomlog)
 
 Time-sliced replicas (device IDs ``<UUID>::<n>``) share their physical GPU's ledger: the replica
 suffix is stripped before any lookup. A MIG instance has its own ledger; the parent GPU's memory in

@@ -53,7 +53,9 @@ def test_daemonset_runs_the_pinned_image_privileged_with_the_kubelet_socket_dir(
     docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
     ds = _by_kind(docs, "DaemonSet")
     pod = ds["spec"]["template"]["spec"]
-    (c,) = pod["containers"]
+    c, publisher = pod["containers"]
+    assert publisher["name"] == "gpu-state-publisher" and publisher["image"] == c["image"]
+    assert "exec mockgpu gpu-state-publisher --node \"$node\" --kube-node \"$NODE_NAME\"" in publisher["command"][-1]
     assert c["image"] == mockgpu_image() == f"mockgpu:{package_version()}" and not c["image"].endswith(":latest")
     assert c["imagePullPolicy"] == "Never"
     assert c["securityContext"]["privileged"] is True

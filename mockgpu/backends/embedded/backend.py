@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.embedded import daemon
 from mockgpu.backends.embedded.cluster import destroy, prepare, publish
+from mockgpu.backends.embedded.controlplane import load_scheduler_config
 from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
 from mockgpu.errors import MockgpuError
 
@@ -30,6 +32,8 @@ class EmbeddedBackend:
             raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
         state = ClusterState(opts.name, self.home / opts.name)
         kubeconfig = Path(opts.kubeconfig) if opts.kubeconfig else None
+        if not opts.dry_run and not state.exists():  # an invalid config fails here, before anything starts
+            load_scheduler_config(opts.spec, opts.scheduler_config)
         if opts.dry_run:
             target = kubeconfig or state.default_kubeconfig
             how = "would resume" if state.exists() else "would create"
@@ -38,13 +42,18 @@ class EmbeddedBackend:
                                "would resume" if state.exists() else "would create")
         config, created = prepare(state, opts.spec, kubeconfig=kubeconfig, scheduler_config=opts.scheduler_config,
                                   device_plugin=opts.device_plugin)
+        how = "created"
         try:
             endpoint = daemon.running_endpoint(state)
             how = "already running" if endpoint is not None else "created" if created else "resumed"
             if endpoint is None:
                 daemon.spawn(state)
                 endpoint = daemon.wait_ready(state, config["token"])
+            daemon.wait_control_plane(state)  # every node Ready, its device plugins registered
         except BaseException:
+            if how != "already running":
+                with contextlib.suppress(MockgpuError):
+                    daemon.stop(state)
             if created and not opts.retain:
                 destroy(state)
             raise

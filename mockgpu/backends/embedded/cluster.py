@@ -4,6 +4,12 @@
 (fast; for notebooks and tests) or, with ``in_process=False``, from the same detached daemon that
 ``mockgpu up`` starts. Both run ``APIServer`` over the same state dir layout, so a cluster made one way
 can be resumed the other way.
+
+In process, ``kubelets=True`` and ``scheduler=True`` also run the control plane (``controlplane``): the
+scheduler loop and one fake kubelet per node, which registers its Node from its device plugin's
+ListAndWatch; ``start()`` returns once every node is Ready. Both default to False (API only: the spec's
+nodes are registered as placeholder Nodes with ``nvidia.com/gpu`` = the GPU count, see ``nodes``), which
+keeps API and scheduler tests fast; the daemon (``in_process=False``, ``mockgpu up``) always runs both.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.backends.embedded import daemon
+from mockgpu.backends.embedded.controlplane import ControlPlane, load_scheduler_config, remove_node_dirs
 from mockgpu.backends.embedded.kubeconfig import remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.embedded.state import ClusterState, new_config
 from mockgpu.backends.embedded.tls import ensure_serving_cert
@@ -63,6 +70,7 @@ def publish(state: ClusterState, config: dict[str, Any], port: int) -> Path:
 
 def destroy(state: ClusterState) -> None:
     """Remove the cluster's kubeconfig entries (when kept outside the state dir) and its state dir."""
+    remove_node_dirs(state)
     if state.exists():
         kc = Path(state.read_config().get("kubeconfig") or state.default_kubeconfig)
         if state.dir not in kc.parents:
@@ -79,7 +87,9 @@ class EmbeddedCluster:
 
     def __init__(self, spec: str | Path | ClusterSpec | None = None, *, name: str | None = None,
                  home: str | Path | None = None, kubeconfig: str | Path | None = None, in_process: bool = True,
-                 delete_on_exit: bool = False, bookmark_interval: float = 5.0, history: int = 10000) -> None:
+                 delete_on_exit: bool = False, bookmark_interval: float = 5.0, history: int = 10000,
+                 kubelets: bool = False, scheduler: bool = False, scheduler_config: str | Path | None = None,
+                 kubelet_options: Any = None) -> None:
         self.spec = resolve_spec(spec)
         self.name = name or self.spec.name
         self.state = ClusterState.of(self.name, home)
@@ -88,6 +98,10 @@ class EmbeddedCluster:
         self.bookmark_interval = bookmark_interval
         self.history = history  # watch events kept for resuming (older versions get 410 Gone)
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
+        self.kubelets, self.scheduler = kubelets, scheduler
+        self.scheduler_config = Path(scheduler_config) if scheduler_config else None
+        self.kubelet_options = kubelet_options  # mockgpu.control.kubelet.kubelet.KubeletOptions
+        self.control_plane: ControlPlane | None = None
         self.server: APIServer | None = None
         self.config: dict[str, Any] = {}
         self.url = ""
@@ -101,20 +115,31 @@ class EmbeddedCluster:
         return str(self.config["token"])
 
     def start(self) -> EmbeddedCluster:
-        self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig)
+        sched_config = None
+        if self.scheduler or not self.in_process:  # an invalid config fails before anything starts
+            sched_config = load_scheduler_config(self.spec, self.scheduler_config)
+        self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig,
+                                       scheduler_config=self.scheduler_config)
         try:
             if self.in_process:
                 self.server = daemon.make_server(self.state, mode="thread", bookmark_interval=self.bookmark_interval,
-                                                 history=self.history)
+                                                 history=self.history, seed_nodes=not self.kubelets)
                 self.server.start_background()
                 port = self.server.port
+                if self.kubelets or self.scheduler:
+                    self.control_plane = ControlPlane(self.state, self.server.url, self.token,
+                                                      kubelets=self.kubelets, scheduler=self.scheduler,
+                                                      scheduler_config=sched_config,
+                                                      kubelet_options=self.kubelet_options).start()
             else:
                 endpoint = daemon.running_endpoint(self.state)
                 if endpoint is None:
                     daemon.spawn(self.state)
                     endpoint = daemon.wait_ready(self.state, self.token)
+                daemon.wait_control_plane(self.state)
                 port = int(endpoint["port"])
         except BaseException:
+            self.stop()
             if created:
                 destroy(self.state)
             raise
@@ -123,7 +148,11 @@ class EmbeddedCluster:
         return self
 
     def stop(self) -> None:
-        """Stop serving; the state stays, so ``start()`` resumes the same cluster."""
+        """Stop the control plane (no container or plugin survives), then the server; the state stays, so
+        ``start()`` resumes the same cluster."""
+        if self.control_plane is not None:
+            self.control_plane.stop()
+            self.control_plane = None
         if self.server is not None:
             self.server.stop_background()
             self.server = None

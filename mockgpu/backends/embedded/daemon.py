@@ -2,13 +2,17 @@
 
 ``spawn`` double-forks when the calling process has no other threads (fast: the modules are already
 imported), else starts ``python -m mockgpu.backends.embedded.daemon STATE_DIR`` in a new session. Either
-way the daemon runs ``run_daemon``: stdout/stderr go to ``<state>/apiserver.log``.
+way the daemon runs ``run_daemon``: stdout/stderr go to ``<state>/apiserver.log``. The daemon serves the API,
+then starts the control plane (scheduler and one kubelet per node, ``controlplane``) and reports its progress in
+``<state>/controlplane.json`` (``{"state": "starting"|"ready"|"failed", "error"}``), which ``wait_control_plane``
+reads. On SIGTERM it stops the control plane (containers, device plugins) before the API server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import logging
 import os
 import signal
@@ -27,6 +31,7 @@ from mockgpu.control.apiserver.server import ENDPOINT_NAME, APIServer, lock_held
 from mockgpu.errors import MockgpuError
 
 PID_NAME = "apiserver.pid"
+CONTROL_PLANE_NAME = "controlplane.json"
 
 
 def node_seed(state: ClusterState):  # noqa: ANN201 - a Seed
@@ -41,9 +46,11 @@ def node_seed(state: ClusterState):  # noqa: ANN201 - a Seed
 
 
 def make_server(state: ClusterState, *, mode: str, bookmark_interval: float = 5.0,
-                history: int = 10000) -> APIServer:
+                history: int = 10000, seed_nodes: bool = True) -> APIServer:
+    """The API server; ``seed_nodes``: register placeholder Nodes (only when no kubelets will register them)."""
     config = state.read_config()
-    return APIServer(state.dir, config["token"], port=int(config.get("port") or 0), seed=node_seed(state),
+    return APIServer(state.dir, config["token"], port=int(config.get("port") or 0),
+                     seed=node_seed(state) if seed_nodes else None,
                      bookmark_interval=bookmark_interval, history=history, mode=mode,
                      tls=(state.cert_file, state.key_file))
 
@@ -54,18 +61,74 @@ def run_daemon(state_dir: Path) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     state = ClusterState(Path(state_dir).name, Path(state_dir))
     (state.dir / PID_NAME).write_text(str(os.getpid()))
+    # The daemon never validates manifests: keep ``kubernetes.dynamic`` from importing kubernetes-validate
+    # (a test dependency whose JSON-schema grammars take over a second to build) when the client is imported.
+    sys.modules.setdefault("kubernetes_validate", None)
     try:
-        server = make_server(state, mode="daemon")
-        asyncio.run(server.run_forever())
+        server = make_server(state, mode="daemon", seed_nodes=False)
+        asyncio.run(_serve(state, server))
     except Exception:
         logging.getLogger("mockgpu.apiserver").exception("control plane failed")
         return 1
     return 0
 
 
+def _report(state: ClusterState, phase: str, error: str = "") -> None:
+    tmp = state.dir / (CONTROL_PLANE_NAME + ".tmp")
+    tmp.write_text(json.dumps({"state": phase, "error": error}))
+    tmp.replace(state.dir / CONTROL_PLANE_NAME)
+
+
+async def _serve(state: ClusterState, server: APIServer) -> None:
+    """Serve the API, start the control plane on it, and on SIGTERM stop both (control plane first)."""
+    from mockgpu.backends.embedded.controlplane import ControlPlane
+
+    server.mode = "daemon"
+    await server.start()
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
+    cp = ControlPlane(state, server.url, server.token)
+    try:
+        _report(state, "starting")
+        try:
+            await loop.run_in_executor(None, cp.start)
+            _report(state, "ready")
+        except Exception as exc:
+            logging.getLogger("mockgpu.controlplane").exception("control plane failed to start")
+            _report(state, "failed", str(exc))
+            done.set()
+        await done.wait()
+    finally:
+        await loop.run_in_executor(None, cp.stop)
+        await server.stop()
+
+
+def wait_control_plane(state: ClusterState, timeout: float = 60.0) -> None:
+    """Block until the daemon's scheduler and kubelets run (every node Ready); MockgpuError if they failed."""
+    deadline = time.monotonic() + timeout
+    path = state.dir / CONTROL_PLANE_NAME
+    while time.monotonic() < deadline:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        if doc.get("state") == "ready":
+            return
+        if doc.get("state") == "failed":
+            raise MockgpuError(f"the control plane of '{state.name}' failed to start: {doc.get('error')} "
+                               f"(see {state.log_file})")
+        endpoint = read_endpoint(state.dir)
+        if endpoint is not None and endpoint.get("pid") and not _alive(int(endpoint["pid"])):
+            raise MockgpuError(f"the control plane of '{state.name}' exited during start: {_log_tail(state)}")
+        time.sleep(0.02)
+    raise MockgpuError(f"the nodes of '{state.name}' were not Ready within {timeout:.0f}s (see {state.log_file})")
+
+
 def spawn(state: ClusterState) -> None:
     """Start the daemon detached from this process (it outlives the ``mockgpu up`` command)."""
-    for name in (ENDPOINT_NAME, PID_NAME):
+    for name in (ENDPOINT_NAME, PID_NAME, CONTROL_PLANE_NAME):
         (state.dir / name).unlink(missing_ok=True)
     if threading.active_count() > 1 or not hasattr(os, "fork"):
         with state.log_file.open("ab") as log:

@@ -3,7 +3,8 @@
 Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged``, the plugin needs
 hostPath and privilege), a ServiceAccount with RBAC for the GPU-state publisher (read pods cluster-wide,
 create/update ConfigMaps in ``mockgpu-system``), ConfigMap ``mockgpu-spec`` (the spec itself),
-ConfigMap ``mockgpu-node-names`` (cluster node name -> spec node name) and the device-plugin DaemonSet.
+ConfigMap ``mockgpu-node-names`` (cluster node name -> spec node name) and the device-plugin DaemonSet, whose
+pods also run ``mockgpu gpu-state-publisher`` (ConfigMap ``gpu-state-<spec node>``, the embedded kubelet's shape).
 
 How a plugin pod learns its spec node: the downward API cannot put a node *label* into an env var,
 so the pod gets ``NODE_NAME`` from ``fieldRef: spec.nodeName`` and looks it up in the name map, which
@@ -34,6 +35,14 @@ _ENTRYPOINT = (
     '{ echo "mockgpu: node $NODE_NAME is not in ConfigMap mockgpu-node-names" >&2; exit 1; }\n'
     'exec mockgpu device-plugin --spec /etc/mockgpu/spec.yaml --node "$node" '
     f"--plugin-dir {PLUGIN_DIR} --driver-dir {DRIVER_DIR}\n"
+)
+
+
+_PUBLISHER_ENTRYPOINT = (
+    'node="$(cat "/etc/mockgpu/nodes/$NODE_NAME" 2>/dev/null)" || '
+    '{ echo "mockgpu: node $NODE_NAME is not in ConfigMap mockgpu-node-names" >&2; exit 1; }\n'
+    'exec mockgpu gpu-state-publisher --node "$node" --kube-node "$NODE_NAME" '
+    f"--driver-dir {DRIVER_DIR} --checkpoint {PLUGIN_DIR}/kubelet_internal_checkpoint\n"
 )
 
 
@@ -135,13 +144,26 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
             {"name": "mockgpu-config", "mountPath": SPEC_MOUNT, "readOnly": True},
         ],
     }
+    publisher = {  # ConfigMap gpu-state-<node> in the embedded kubelet's shape (mockgpu.control.kubelet.publisher)
+        "name": "gpu-state-publisher",
+        "image": opts.image,
+        "imagePullPolicy": opts.pull_policy,
+        "command": ["/bin/sh", "-c", _PUBLISHER_ENTRYPOINT],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "volumeMounts": [
+            {"name": "device-plugins", "mountPath": PLUGIN_DIR, "readOnly": True},
+            {"name": "driver", "mountPath": DRIVER_DIR},
+            {"name": "mockgpu-config", "mountPath": SPEC_MOUNT, "readOnly": True},
+        ],
+    }
     pod_spec = {
         "serviceAccountName": SERVICE_ACCOUNT,
         "priorityClassName": "system-node-critical",
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": match}]}}},
         "tolerations": [{"operator": "Exists"}],  # spec taints are arbitrary; the plugin must run anyway
-        "containers": [container],
+        "containers": [container, publisher],
         "volumes": _volumes(opts.node_names),
     }
     selector = {"app.kubernetes.io/name": APP}

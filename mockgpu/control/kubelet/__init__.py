@@ -1,4 +1,7 @@
-"""The embedded backend's fake kubelet, minus its API-server loop: the device manager (the
+"""The embedded backend's fake kubelet. ``kubelet.Kubelet`` is the API-server loop of one node (Node
+registration and heartbeat, pod watch, status, events, deletion; ``podsync``, ``nodestatus``, ``events``,
+``apiwatch``), running the node's device plugin as a process (``pluginproc``) and publishing its GPU state
+(``publisher``; ``mockgpu gpu-state-publisher`` in ``publish_command`` for kind). Below it: the device manager (the
 kubelet side of the device plugin API), the process runtime that runs containers, and the pod
 worker that drives one bound pod through admission, containers, restarts and status.
 

@@ -108,6 +108,17 @@ class PodWorker:
             self._terminal = True
         return self._publish()
 
+    def abandon(self) -> None:
+        """Stop restarting and reporting without freeing devices: the kubelet is shutting down, and its
+        checkpoint keeps this pod's devices for the next kubelet. The caller stops the processes."""
+        self.on_status, self.on_event = None, None
+        self._stopping.set()
+
+    def join(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        for t in list(self._threads):
+            t.join(max(0.0, deadline - time.monotonic()))
+
     def wait(self, predicate: Callable[[dict], bool], timeout: float = 30.0) -> dict:
         """Block until predicate(status) holds (for tests and simple callers)."""
         deadline = time.monotonic() + timeout

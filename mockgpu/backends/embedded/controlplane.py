@@ -1,0 +1,150 @@
+"""The embedded cluster's control plane beyond the API server: the scheduler loop and one kubelet per node.
+
+``ControlPlane(state, url, token)``: ``start()`` starts the scheduler (W2's ``mockgpu.control.scheduler``)
+with the cluster's KubeSchedulerConfiguration, then a ``Kubelet`` per spec node (threads in this process;
+device plugins and containers are subprocesses), and returns once every node is Ready with its device
+plugins registered. ``stop()`` stops the kubelets (containers, plugins) and the scheduler: nothing they
+started outlives it. Node state lives under ``<state>/nodes/<node>/`` (driver dir, device plugin dir with the
+kubelet checkpoint, container runtime files, device plugin log).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from mockgpu.backends.embedded.state import ClusterState
+from mockgpu.config import ClusterSpec
+from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, plugin_dir_for
+from mockgpu.control.kubelet.publisher import ensure_namespace
+from mockgpu.errors import ConfigError
+from mockgpu.sched.config import SchedulerConfig, default_config, load_config
+
+log = logging.getLogger(__name__)
+
+
+def load_scheduler_config(spec: ClusterSpec | None, override: Path | str | None = None) -> SchedulerConfig:
+    """``--scheduler-config``, else the spec's file, else upstream's defaults; ConfigError with the field path.
+
+    The same rule as ``mockgpu.control.scheduler.load_scheduler_config``, on the pure ``mockgpu.sched.config``
+    only: ``mockgpu up`` validates before starting anything without importing the API client library.
+    """
+    source = Path(override) if override is not None else spec.scheduler_config_path() if spec else None
+    if source is None:
+        return default_config()
+    if not source.is_file():
+        where = "--scheduler-config" if override is not None else f"{spec.source if spec else ''}: spec.schedulerConfig"
+        raise ConfigError(str(source), "", f"no such file (from {where})")
+    return load_config(source)
+
+
+def scheduler_config_of(state: ClusterState, config: dict[str, Any]) -> SchedulerConfig:
+    """The KubeSchedulerConfiguration recorded at ``up`` (ConfigError with the field path if invalid)."""
+    path = config.get("schedulerConfig")
+    return load_scheduler_config(None, Path(path) if path else None)
+
+
+def node_root(state: ClusterState, node: str) -> Path:
+    return state.dir / "nodes" / node
+
+
+def remove_node_dirs(state: ClusterState) -> None:
+    """Remove per-node dirs kept outside the state dir (short plugin dirs in /tmp)."""
+    nodes = state.dir / "nodes"
+    if not nodes.is_dir():
+        return
+    for d in nodes.iterdir():
+        pd = plugin_dir_for(d)
+        if state.dir not in pd.parents:
+            shutil.rmtree(pd, ignore_errors=True)
+
+
+class ControlPlane:
+    def __init__(self, state: ClusterState, url: str, token: str, *, kubelets: bool = True, scheduler: bool = True,
+                 scheduler_config: SchedulerConfig | None = None, kubelet_options: KubeletOptions | None = None,
+                 ready_timeout: float = 30.0) -> None:
+        self.state = state
+        self.url, self.token = url, token
+        self.want_kubelets, self.want_scheduler = kubelets, scheduler
+        self.scheduler_config = scheduler_config
+        self.kubelet_options = kubelet_options
+        self.ready_timeout = ready_timeout
+        self.scheduler: Any = None
+        self.kubelets: dict[str, Kubelet] = {}
+        self._clients: list[Any] = []
+
+    def api_client(self) -> Any:
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        cfg.host = self.url
+        cfg.ssl_ca_cert = str(self.state.cert_file)
+        cfg.api_key = {"authorization": self.token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        cfg.connection_pool_maxsize = 16
+        c = client.ApiClient(cfg)
+        self._clients.append(c)
+        return c
+
+    def start(self) -> ControlPlane:
+        t0 = time.monotonic()
+
+        def mark(what: str) -> None:
+            log.info("control plane: %s after %.2f s", what, time.monotonic() - t0)
+
+        try:
+            if self.want_kubelets:  # device plugins start while the client library is imported below
+                for node in self.state.load_spec().nodes():
+                    self.kubelets[node.name] = self._kubelet(node.name).start_devices()
+                mark(f"{len(self.kubelets)} device plugin processes started")
+            from kubernetes import client
+
+            ensure_namespace(client.CoreV1Api(self.api_client()))
+            mark("API client ready")
+            if self.want_scheduler:
+                from mockgpu.control.scheduler import Scheduler
+
+                config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
+                self.scheduler = Scheduler(self.api_client(), config).start()
+                mark("scheduler started")
+            if self.want_kubelets:
+                for k in self.kubelets.values():
+                    k.start_api()
+                mark("nodes registered")
+                for k in self.kubelets.values():
+                    k.wait_ready(self.ready_timeout)
+                mark("every node Ready with its device plugins registered")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _kubelet(self, node: str) -> Kubelet:
+        return Kubelet(self.api_client, self.state.load_spec(), node, spec_file=self.state.spec_file,
+                       root=node_root(self.state, node), state_dir=self.state.dir, options=self.kubelet_options)
+
+    def restart_kubelet(self, node: str) -> Kubelet:
+        """Stop a node's kubelet (its containers and plugin) and start a new one on the same node dir."""
+        self.kubelets.pop(node).stop()
+        k = self.kubelets[node] = self._kubelet(node).start()
+        k.wait_ready(self.ready_timeout)
+        return k
+
+    def stop(self) -> None:
+        """Kubelets (in parallel) then the scheduler."""
+        threads = [threading.Thread(target=k.stop, name=f"stop-{n}") for n, k in self.kubelets.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.kubelets.clear()
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            self.scheduler = None
+        for c in self._clients:  # idle keep-alive connections would hold up the server's shutdown
+            c.close()
+        self._clients.clear()

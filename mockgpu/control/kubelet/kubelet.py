@@ -1,0 +1,258 @@
+"""The fake kubelet of one node, talking to the API server through the official ``kubernetes`` client.
+
+``Kubelet(api_client, spec, node, spec_file=, root=, state_dir=)``; ``start()``, ``wait_ready()``, ``stop()``.
+What it does, as upstream's kubelet does it:
+* runs the node's device plugin as its own process (``pluginproc``) on a per-node plugin dir, and a
+  ``DeviceManager`` serving ``kubelet.sock`` there; a ``ProcessRuntime`` runs containers;
+* registers its Node (``nodestatus``): base resources from the spec, extended resources only from
+  ListAndWatch, GFD labels; posts status on every device change and every ``heartbeat`` seconds;
+* watches pods with ``spec.nodeName=<node>`` (``podsync``): runs a ``PodWorker`` per pod, writes pod status
+  through ``pods/status`` (strategic merge, so the scheduler's PodScheduled condition stays), posts events
+  (``events``); a pod with ``deletionTimestamp`` is stopped with its grace period, then deleted with
+  ``gracePeriodSeconds=0``;
+* publishes the node's GPU state (``publisher``).
+Shutdown (``stop``) kills every container and the plugin but keeps the device checkpoint, so a new kubelet on
+the same ``root`` keeps device assignments; pods whose processes are gone are then restarted or failed per
+``restartPolicy`` (see ``podsync``). A deleted Node: see ``podsync.PodSync.node_deleted``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.config.inventory import node_inventory
+from mockgpu.control.apiserver.podlogs import log_path
+from mockgpu.control.kubelet.apiwatch import Reflector
+from mockgpu.control.kubelet.container import ContainerSpec
+from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.events import EventRecorder
+from mockgpu.control.kubelet.nodestatus import conditions, node_object, resources
+from mockgpu.control.kubelet.pluginproc import PluginProcess
+from mockgpu.control.kubelet.podsync import PodSync
+from mockgpu.control.kubelet.publisher import GpuStatePublisher
+from mockgpu.control.kubelet.runtime import ProcessRuntime
+from mockgpu.deviceplugin.resources import resource_managers
+from mockgpu.errors import MockgpuError
+from mockgpu.gpu.driver import write_node_driver
+from mockgpu.gpu.state import DeviceAllocation, StateInputs
+
+log = logging.getLogger(__name__)
+SOCKET_BUDGET = 107 - 40  # sun_path limit minus room for the longest plugin socket name
+
+
+def plugin_dir_for(root: Path) -> Path:
+    """``<root>/dp`` when its sockets fit a Unix socket path, else a short dir in /tmp named by root's hash."""
+    d = Path(root) / "dp"
+    if len(str(d)) <= SOCKET_BUDGET:
+        return d
+    digest = hashlib.sha1(str(Path(root).absolute()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"mockgpu-dp-{digest}"
+
+
+@dataclass(frozen=True)
+class KubeletOptions:
+    heartbeat: float = 10.0  # seconds between node status updates (upstream nodeStatusUpdateFrequency)
+    stop_grace: float = 2.0  # seconds containers get when the kubelet itself stops
+    run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
+    publish_interval: float = 1.0
+
+
+class Kubelet:
+    def __init__(self, api_client: Any, spec: ClusterSpec, node: str, *, spec_file: Path, root: Path,
+                 state_dir: Path, options: KubeletOptions | None = None) -> None:
+        """``api_client``: a ``kubernetes.client.ApiClient``, or a callable making one when the API side starts
+        (so ``start_devices()`` can run while the client library is still being imported)."""
+        self.options = options or KubeletOptions()
+        self.spec, self.node = spec, spec.node(node)
+        self.name = node
+        self._api_client = api_client
+        self.core: Any = None
+        self.root = Path(root)
+        self.driver_dir = self.root / "driver"
+        self.plugin_dir = plugin_dir_for(self.root)
+        self.state_dir = Path(state_dir)
+        self.has_gpus = self.node.gpu is not None and self.node.gpu.count > 0
+        self.inventory = node_inventory(spec, node) if self.has_gpus else None
+        config = self.node.gpu.devicePluginConfig if self.has_gpus else None
+        self.config = config
+        self.managers = {rm.resource: rm for rm in resource_managers(self.inventory, config)} if config else {}
+        self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
+        self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
+        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log)
+        self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
+                                    self.root / "device-plugin.log") if self.has_gpus and self.options.run_plugin \
+            else None
+        self.events: EventRecorder | None = None
+        self.publisher: GpuStatePublisher | None = None
+        self.pods = PodSync(self)
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._conditions: list[dict[str, Any]] | None = None
+        self.posted_allocatable: dict[str, str] | None = None
+        self.node_gone = False
+        self._threads: list[threading.Thread] = []
+        self._reflectors: list[Reflector] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Kubelet:
+        return self.start_devices().start_api()
+
+    def start_devices(self) -> Kubelet:
+        """The node side: driver dir, device manager (kubelet.sock) and the device plugin process."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.inventory is not None:
+            write_node_driver(self.driver_dir, self.inventory)
+        self.dm.start()
+        if self.plugin is not None:
+            self.plugin.start()
+        return self
+
+    def start_api(self) -> Kubelet:
+        """The API side: register the Node, post status, watch pods and the Node, publish GPU state."""
+        from kubernetes import client
+
+        api = self._api_client if isinstance(self._api_client, client.ApiClient) else self._api_client()
+        self.core = client.CoreV1Api(api)
+        self.events = EventRecorder(self.core, self.name)
+        if self.has_gpus:
+            self.publisher = GpuStatePublisher(self.core, self.name, self.driver_dir, inputs=self.state_inputs,
+                                               interval=self.options.publish_interval)
+        self._register()
+        self._spawn(self._status_loop, f"nodestatus-{self.name}")
+        pods = functools.partial(self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.name}")
+        nodes = functools.partial(self.core.list_node, field_selector=f"metadata.name={self.name}")
+        self._reflectors = [Reflector(pods, self.pods.on_pod, name=f"pods-{self.name}").start(),
+                            Reflector(nodes, self._on_node, name=f"node-{self.name}").start()]
+        if self.publisher is not None:
+            self.publisher.start()
+        return self
+
+    def ready(self) -> bool:
+        """Node registered and every device plugin resource advertised in full."""
+        alloc = self.posted_allocatable
+        return alloc is not None and all(alloc.get(r) == str(n) for r, n in self.expected.items())
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if time.monotonic() > deadline:
+                tail = self.plugin.log_tail() if self.plugin else ""
+                raise MockgpuError(f"node {self.name} not ready within {timeout:.0f}s: allocatable "
+                                   f"{self.posted_allocatable}, expected {self.expected}; plugin log: {tail[-500:]}")
+            if self.plugin is not None and not self.plugin.alive():
+                raise MockgpuError(f"the device plugin of node {self.name} exited: {self.plugin.log_tail()[-500:]}")
+            self._wake.set()
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Stop everything this kubelet started; no process survives. Device assignments stay checkpointed."""
+        self._stop.set()
+        self._wake.set()
+        for r in self._reflectors:
+            r.stop()
+        self.pods.shutdown(self.options.stop_grace)
+        if self.events is not None:
+            self.events.stop()
+        if self.publisher is not None:
+            self.publisher.stop()
+        for t in self._threads:
+            t.join(5)
+        self.dm.stop()
+        if self.plugin is not None:
+            self.plugin.stop()
+
+    def _spawn(self, target, name: str) -> None:  # noqa: ANN001
+        t = threading.Thread(target=target, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    # -- the Node object ---------------------------------------------------------------------------
+    def _register(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        cap, alloc = self.dm.node_resources()
+        body = node_object(self.spec, self.node, cap, alloc)
+        try:
+            self.core.create_node(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            patch = {"metadata": {"labels": body["metadata"]["labels"]}, "spec": body["spec"]}
+            self.core.patch_node(self.name, patch, _content_type="application/strategic-merge-patch+json")
+        self._post_status()
+
+    def _post_status(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        cap, alloc = self.dm.node_resources()
+        capacity, allocatable = resources(self.node, cap, alloc)
+        self._conditions = conditions(self._conditions)
+        body = {"status": {"capacity": capacity, "allocatable": allocatable, "conditions": self._conditions}}
+        try:
+            self.core.patch_node_status(self.name, body, _content_type="application/strategic-merge-patch+json")
+        except ApiException as exc:
+            if exc.status == 404:
+                self.pods.node_deleted()
+                return
+            raise
+        self.posted_allocatable = allocatable
+
+    def _status_loop(self) -> None:
+        while not self._stop.is_set() and not self.node_gone:
+            self._wake.wait(self.options.heartbeat)
+            self._wake.clear()
+            if self._stop.is_set() or self.node_gone:
+                return
+            try:
+                self._post_status()
+            except Exception as exc:  # the server may be restarting; the next heartbeat retries
+                log.debug("node %s status update failed: %s", self.name, exc)
+
+    def _devices_changed(self) -> None:
+        self._wake.set()
+        if self.publisher is not None:
+            self.publisher.poke()
+
+    def _on_node(self, etype: str, obj: dict[str, Any]) -> None:
+        if etype == "DELETED" and obj.get("metadata", {}).get("name") == self.name and not self._stop.is_set():
+            threading.Thread(target=self.pods.node_deleted, name=f"nodegone-{self.name}", daemon=True).start()
+
+    # -- helpers for the pod side ------------------------------------------------------------------
+    def _plain_log(self, spec: ContainerSpec) -> Path:
+        return log_path(self.state_dir, spec.namespace, spec.pod_name, spec.pod_uid, spec.name)
+
+    def _active_uids(self) -> list[str]:
+        return self.pods.active_uids()
+
+    def device_uuid(self, resource: str, device_id: str) -> str:
+        rm = self.managers.get(resource)
+        try:
+            return rm.device(device_id).uuid if rm else device_id.split("::", 1)[0]
+        except Exception:
+            return device_id.split("::", 1)[0]
+
+    def state_inputs(self) -> StateInputs:
+        active = set(self.pods.active_uids())
+        names = self.pods.names()
+        allocs = []
+        for (uid, container), by_resource in sorted(self.dm.pod_devices().items()):
+            if uid not in active or uid not in names:
+                continue
+            ns, pod = names[uid]
+            for resource, ids in sorted(by_resource.items()):
+                allocs.append(DeviceAllocation(ns, pod, container, resource, tuple(ids),
+                                               tuple(self.device_uuid(resource, i) for i in ids)))
+        replicas = {}
+        if self.inventory is not None and self.config is not None:
+            n = self.config.replicas_for("nvidia.com/gpu")
+            replicas = {g.uuid: n for g in self.inventory.gpus if not g.mig}
+        return StateInputs(tuple(allocs), replicas)

@@ -1,0 +1,47 @@
+"""``python -m mockgpu.control.kubelet.plugin_main device-plugin ...``: the ``mockgpu device-plugin`` command
+(same parser and code, ``mockgpu.deviceplugin.command``) without importing the CLI's other subcommands, so a
+node's plugin process starts in about half the time. Errors print one line, as the CLI does.
+
+The plugin also ends when its kubelet's process does, even one killed with SIGKILL (which cannot clean
+up): it watches its parent and SIGTERMs itself once reparented, like a DaemonSet pod whose node went away."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from mockgpu.deviceplugin import command
+from mockgpu.errors import MockgpuError
+
+
+def _exit_with_parent(interval: float = 0.5) -> None:
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(interval)
+        os.kill(os.getpid(), signal.SIGTERM)  # the plugin's own handler shuts it down cleanly
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mockgpu")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    command.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    _exit_with_parent()
+    try:
+        return int(args.func(args) or 0)
+    except MockgpuError as exc:
+        print(f"mockgpu: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
