@@ -1,0 +1,58 @@
+"""Labs 01–07 keep their teaching shape: goals, a cluster from clusters/, exercises whose stored check says
+Correct, and a last cell that deletes the cluster. (nbval runs them; this checks the stored notebooks.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LABS = sorted(p for p in (REPO / "labs").glob("0[1-7]-*.ipynb"))
+
+
+def _nb(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def _code(path: Path):
+    return [c for c in _nb(path).cells if c.cell_type == "code"]
+
+
+def _text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+labs = pytest.mark.parametrize("path", LABS, ids=[p.stem[:2] for p in LABS])
+
+
+def test_labs_01_to_07_exist():
+    assert [p.name[:2] for p in LABS] == ["01", "02", "03", "04", "05", "06", "07"]
+
+
+@labs
+def test_lab_states_learning_goals(path):
+    first = _nb(path).cells[0]
+    assert first.cell_type == "markdown" and "**Learning goals.**" in first.source
+
+
+@labs
+def test_lab_starts_its_own_cluster_from_a_spec_in_clusters_and_deletes_it_last(path):
+    source = "\n".join(c.source for c in _code(path))
+    specs = re.findall(r'LabCluster\("(clusters/[^"]+)"', source)
+    assert len(specs) == 1 and (REPO / specs[0]).is_file(), specs
+    assert _code(path)[-1].source.strip() == "lab.close()"
+
+
+@labs
+def test_every_exercise_has_an_answer_cell_and_a_check_that_stored_correct(path):
+    code = _code(path)
+    answers = [i for i, c in enumerate(code) if re.match(r"ANSWER\w* = ", c.source)]
+    assert answers, "no ANSWER cell"
+    for i in answers:
+        name = code[i].source.split("=")[0].strip()
+        check = next(c for c in code[i + 1:] if name in c.source)
+        assert check.source.startswith("# NBVAL_CHECK_OUTPUT"), check.source[:60]
+        assert "Correct" in _text(check) and "Not quite" not in _text(check), _text(check)
