@@ -165,3 +165,16 @@ def test_the_submit_button_creates_the_pod_the_controls_describe(lab):
     assert pod["spec"]["schedulerName"] == "bin-packing"
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
     assert 'data-kind="waiting"' in panel.html.value
+
+
+def test_with_mockgpu_kubeconfig_a_lab_uses_that_cluster_and_deletes_only_its_own_pods(tmp_path, monkeypatch):
+    with LabCluster("clusters/seed-4x2.yaml", name="shared", home=tmp_path, control_plane=False) as owner:
+        owner.client.create_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "not-a-lab-pod"},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        monkeypatch.setenv("MOCKGPU_KUBECONFIG", str(owner.cluster.kubeconfig))
+        with LabCluster("clusters/seed-4x2.yaml", name="lab99") as lab:
+            assert lab.external and lab.cluster is None
+            assert len(lab.client.list_nodes()) == 4
+            lab.submit("lab-pod", "inspect", 1)
+        names = [p["metadata"]["name"] for p in owner.client.list_pods("default")]
+        assert names == ["not-a-lab-pod"]
