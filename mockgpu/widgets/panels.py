@@ -75,6 +75,13 @@ class ClusterMap(Panel):
     def model(self, snap: Snapshot) -> ClusterMapModel:
         return cluster_map(snap)
 
+    def settle(self, timeout: float = 10.0) -> ClusterMapModel | None:
+        """Refresh until every running GPU pod is drawn on its device (nodes publish GPU state about once a
+        second, so a pod that just started may not be on its tile yet); the last model after ``timeout``."""
+        def placed(m: ClusterMapModel | None) -> bool:
+            return m is None or not any(h.phase == "Running" for n in m.nodes if n.published for h in n.unplaced)
+        return wait_for(self.refresh, placed, timeout)
+
     def render(self, model: ClusterMapModel) -> str:
         return render.cluster_map_html(model)
 

@@ -48,3 +48,11 @@ def test_the_timeline_has_the_bound_pod_and_the_still_pending_one(lab):
     rows = {r.pod: r for r in PendingTimeline(lab.client).refresh().rows}
     assert rows["default/too-big"].pending and not rows["default/holder"].pending
     assert rows["default/holder"].waited_s < rows["default/too-big"].waited_s
+
+
+def test_settle_waits_until_running_pods_are_on_their_tiles(lab):
+    lab.submit("settled", command=("sleep", "600"))
+    lab.wait("settled", "running")
+    m = ClusterMap(lab.client).settle()
+    assert not any(n.unplaced for n in m.nodes)
+    assert any(h.pod == "default/settled" for n in m.nodes for g in n.gpus for h in g.holders)
