@@ -23,11 +23,23 @@ def error_html(message: str) -> str:
             f'color:#7f1d1d;padding:8px;border-radius:4px">{escape(message)}</div>')
 
 
-def _chip(h: Holder, extra: str = "") -> str:
+CHIP = "flex:0 0 14px"  # one replica's row in a tile
+CHIP_WHOLE = "flex:1 1 0;min-height:0"  # fills a whole GPU's box
+CHIP_INLINE = "display:inline-block;margin:0 2px"  # outside any tile
+
+
+def _chip(h: Holder, size: str = CHIP) -> str:
     title = f"{h.pod} ({h.phase}) {h.device_id}" + (f", {h.used_mib} MiB" if h.used_mib else "")
     return (f'<div class="mockgpu-replica" data-pod="{escape(h.pod)}" title="{escape(title)}" '
-            f'style="background:{h.color};padding:1px 3px;margin:1px 0;border-radius:2px;overflow:hidden;'
-            f'white-space:nowrap;text-overflow:ellipsis{extra}">{escape(h.name)}</div>')
+            f'style="background:{h.color};padding:0 3px;margin:1px 0;border-radius:2px;overflow:hidden;'
+            f'white-space:nowrap;text-overflow:ellipsis;box-sizing:border-box;line-height:14px;{size}">'
+            f'{escape(h.name)}</div>')
+
+
+def _slot_box(inner: str, height: int) -> str:
+    """A fixed-height column inside the tile, so chips can never be laid out beyond its edges."""
+    return (f'<div style="height:{height}px;display:flex;flex-direction:column;overflow:hidden;margin:2px 0">'
+            f"{inner}</div>")
 
 
 def _mig_bar(g: GpuTile) -> str:
@@ -51,12 +63,13 @@ def gpu_tile_html(g: GpuTile) -> str:
     if g.mig:
         body = _mig_bar(g)
     elif g.replicas > 1:
-        free = g.replicas - len(g.holders)
-        body = "".join(_chip(h) for h in g.holders) + "".join(
-            f'<div style="background:{FREE};margin:1px 0;height:14px"></div>' for _ in range(max(0, free)))
+        free = max(0, g.replicas - len(g.holders))
+        body = _slot_box("".join(_chip(h) for h in g.holders) + "".join(
+            f'<div style="background:{FREE};margin:1px 0;flex:0 0 14px"></div>' for _ in range(free)),
+            16 * g.replicas)
     else:
-        body = "".join(_chip(h, ";height:100%") for h in g.holders) or \
-            f'<div style="background:{FREE};height:34px"></div>'
+        body = _slot_box("".join(_chip(h, CHIP_WHOLE) for h in g.holders) or
+                         f'<div style="background:{FREE};flex:1 1 0"></div>', 34)
     links = f" NVLink→{','.join(map(str, g.nvlink_peers))}" if g.nvlink_peers else ""
     return (f'<div class="mockgpu-gpu" data-index="{g.index}" data-uuid="{escape(g.uuid)}" data-mode="{g.mode}" '
             f'style="border:1px solid {border};border-radius:3px;padding:3px;width:120px;margin:2px">'
@@ -70,7 +83,7 @@ def node_card_html(n: NodeCard) -> str:
     res = " ".join(f"{escape(r.removeprefix('nvidia.com/'))} {used}/{alloc}" for r, (alloc, used) in
                    n.resources.items())
     gpus = "".join(gpu_tile_html(g) for g in n.gpus)
-    unplaced = "".join(_chip(h) for h in n.unplaced)
+    unplaced = "".join(_chip(h, CHIP_INLINE) for h in n.unplaced)
     if n.unplaced:
         unplaced = f'<div style="width:100%">devices not published: {unplaced}</div>'
     return (f'<div class="mockgpu-node" data-node="{escape(n.name)}" style="border:1px solid #9ca3af;'
