@@ -3,7 +3,8 @@
 kubectl and the Python client find resources through these documents, so their shape follows
 kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
-embedded server; ``/apis`` therefore lists no groups unless the server passes some in.
+embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
+Events over the core Event storage, and SelfSubjectAccessReview for ``kubectl auth can-i``).
 """
 
 from __future__ import annotations
@@ -78,7 +79,30 @@ RESOURCES: dict[str, ResourceInfo] = {
     "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
 }
 
-KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()}
+#: named API groups, by "group/version": the resources each serves under ``/apis/<group>/<version>``
+GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
+    "coordination.k8s.io/v1": {
+        "leases": ResourceInfo("leases", "lease", "Lease", True, group="coordination.k8s.io")},
+    "events.k8s.io/v1": {  # the same objects as core/v1 events, converted (see ``eventsv1``)
+        "events": ResourceInfo("events", "event", "Event", True, short_names=("ev",), group="events.k8s.io")},
+    "authorization.k8s.io/v1": {
+        "selfsubjectaccessreviews": ResourceInfo("selfsubjectaccessreviews", "selfsubjectaccessreview",
+                                                 "SelfSubjectAccessReview", False, ("create",),
+                                                 group="authorization.k8s.io")},
+}
+
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {"Lease": "leases"}
+
+
+def served(group_version: str) -> dict[str, ResourceInfo] | None:
+    """The resources of ``"v1"`` (core) or ``"<group>/<version>"``; None when that group-version is not served."""
+    return RESOURCES if group_version == "v1" else GROUP_RESOURCES.get(group_version)
+
+
+def stored_plurals() -> list[str]:
+    """Every store key that holds objects (events.k8s.io events share the core ``events`` key)."""
+    infos = [*RESOURCES.values(), *(i for gv in GROUP_RESOURCES.values() for i in gv.values())]
+    return sorted({i.plural for i in infos if i.namespaced and i.plural != "bindings"})
 
 
 def version_info(platform: str = "linux/amd64") -> dict[str, str]:
@@ -117,14 +141,37 @@ def api_resource_list_v1() -> dict[str, Any]:
     return {"kind": "APIResourceList", "groupVersion": "v1", "resources": sorted(resources, key=lambda e: e["name"])}
 
 
-def api_group_list(groups: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """``GET /apis`` (``APIGroupList``); the embedded server serves no named groups by default."""
+def api_group(group: str) -> dict[str, Any] | None:
+    """``GET /apis/<group>`` (``APIGroup``), or None when the group is not served."""
+    versions = [gv for gv in GROUP_RESOURCES if gv.split("/")[0] == group]
+    if not versions:
+        return None
+    entries = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+            "preferredVersion": entries[0]}
+
+
+def api_group_list(groups: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``GET /apis`` (``APIGroupList``): the served named groups."""
+    if groups is None:
+        names = dict.fromkeys(gv.split("/")[0] for gv in GROUP_RESOURCES)
+        groups = [{k: v for k, v in (api_group(n) or {}).items() if k not in ("kind", "apiVersion")} for n in names]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
+
+
+def group_resource_list(group_version: str) -> dict[str, Any] | None:
+    """``GET /apis/<group>/<version>`` (``APIResourceList``; unlike ``/api/v1`` it carries apiVersion)."""
+    resources = GROUP_RESOURCES.get(group_version)
+    if resources is None:
+        return None
+    entries = [e for info in resources.values() for e in _entries(info)]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": sorted(entries, key=lambda e: e["name"])}
 
 
 def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "resource": info.plural, "responseKind": {"group": "", "version": info.version, "kind": info.kind},
+        "resource": info.plural, "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
         "scope": "Namespaced" if info.namespaced else "Cluster", "singularResource": info.singular,
         "verbs": list(info.verbs)}
     if info.short_names:
@@ -147,8 +194,15 @@ def aggregated_core_discovery() -> dict[str, Any]:
 
 
 def aggregated_group_discovery() -> dict[str, Any]:
-    """``GET /apis`` with the aggregated-discovery Accept header: no named groups."""
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []}
+    """``GET /apis`` with the aggregated-discovery Accept header: every served named group."""
+    items: dict[str, dict[str, Any]] = {}
+    for gv, resources in GROUP_RESOURCES.items():
+        group, version = gv.split("/")
+        item = items.setdefault(group, {"metadata": {"name": group, "creationTimestamp": None}, "versions": []})
+        item["versions"].append({"version": version, "freshness": "Current",
+                                 "resources": [_aggregated_resource(resources[n]) for n in sorted(resources)]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": list(items.values())}
 
 
 def wants_aggregated(accept: str) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
+from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo, stored_plurals
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import default_and_validate
@@ -213,7 +213,7 @@ class ResourceAPI:
 
     def _delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
-        for plural in [p for p, info in RESOURCES.items() if info.namespaced]:
+        for plural in stored_plurals():
             for obj in list(self.store.list(plural, ns)):
                 self.store.delete(plural, obj)
 

@@ -21,7 +21,7 @@ from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES, componen
 ANY: Any = None
 MAP = "map[string]string"  # labels, annotations, data
 QTY = "map[string]resource.Quantity"  # limits, requests, capacity
-S, INT, B, SL = "string", "int64", "bool", "[]string"
+S, INT, INT32, B, SL = "string", "int64", "int32", "bool", "[]string"
 OPEN = "__open__"  # an object whose other fields are not checked (status sub-trees)
 GO = "__go__"  # the Go type name, for decode error messages
 
@@ -76,6 +76,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                   metadata=OBJECT_META, involvedObject=_OBJECT_REF,
                   source=_obj(component=S, host=S, __go__="EventSource"), __go__="Event"),
     "Binding": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, target=_OBJECT_REF, __go__="Binding"),
+    "Lease": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        holderIdentity=S, leaseDurationSeconds=INT32, acquireTime=S, renewTime=S, leaseTransitions=INT32,
+        strategy=S, preferredHolder=S, __go__="LeaseSpec"), __go__="Lease"),
 }
 
 
@@ -124,7 +127,10 @@ def _types(schema: Any, value: Any, go: str, struct: str, path: str) -> str | No
         return None
     expected, ok = _expected(schema, value)
     if not ok:
-        return (f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
+        got = json_kind(value)
+        if got == "number" and expected in (INT, INT32):  # Go names the literal it could not fit
+            got = f"number {json.dumps(value)}"
+        return (f"json: cannot unmarshal {got} into Go struct field {struct}.{path} of type {expected}"
                 if path else f"json: cannot unmarshal {json_kind(value)} into Go value of type v1.{go}")
     if isinstance(schema, list):
         for item in value:
@@ -149,8 +155,9 @@ def _expected(schema: Any, value: Any) -> tuple[str, bool]:
         return f"v1.{schema.get(GO, 'Object')}", isinstance(value, dict)
     if schema == S:
         return "string", isinstance(value, str)
-    if schema == INT:
-        return "int64", isinstance(value, int) and not isinstance(value, bool)
+    if schema in (INT, INT32):
+        bound = 2**31 if schema == INT32 else 2**63
+        return schema, isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
     if schema == B:
         return "bool", isinstance(value, bool)
     if schema == SL:

@@ -1,7 +1,7 @@
 """Server-side ``meta.k8s.io/v1`` Tables, as kube-apiserver's printers build them for ``kubectl get``.
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
-namespaces, configmaps, serviceaccounts); like the real server every table is generated "wide", and
+namespaces, configmaps, serviceaccounts, leases); like the real server every table is generated "wide", and
 kubectl hides priority-1 columns unless ``-o wide``. Other resources get upstream's default table
 (Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
@@ -275,6 +275,8 @@ CONFIGMAP_COLUMNS = [NAME, _col("Data", "Data contains the configuration data. E
                                         "alphanumeric characters, '-', '_' or '.'."), AGE]
 SERVICEACCOUNT_COLUMNS = [NAME, _col("Secrets", "Secrets is a list of the secrets in the same namespace that pods "
                                                 "running using this ServiceAccount are allowed to use."), AGE]
+LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
+                 AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
 
 
@@ -291,6 +293,7 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "namespaces": (NAMESPACE_COLUMNS, _named(lambda o: [(o.get("status") or {}).get("phase", "")])),
     "configmaps": (CONFIGMAP_COLUMNS, _named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})])),
     "serviceaccounts": (SERVICEACCOUNT_COLUMNS, _named(lambda o: [len(o.get("secrets") or [])])),
+    "leases": (LEASE_COLUMNS, _named(lambda o: [(o.get("spec") or {}).get("holderIdentity") or ""])),
 }
 
 

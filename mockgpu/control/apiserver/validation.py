@@ -14,7 +14,7 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.control.apiserver import defaults, names, openapi
+from mockgpu.control.apiserver import coordination, defaults, names, openapi
 from mockgpu.control.apiserver.status import (
     FieldError,
     StatusError,
@@ -30,7 +30,9 @@ from mockgpu.control.apiserver.status import (
 from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
-              "Node": False, "Namespace": False}
+              "Node": False, "Namespace": False, "Lease": True}
+#: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
+API_VERSIONS = {"Lease": "coordination.k8s.io/v1"}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _POD_UPDATE_MSG = ("pod updates may not change fields other than `spec.containers[*].image`,"
                    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
@@ -53,7 +55,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
             raise _decode_error(kind, "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
     check_decode(kind, obj)
     obj = copy.deepcopy(obj)
-    obj["apiVersion"], obj["kind"] = "v1", kind
+    obj["apiVersion"], obj["kind"] = API_VERSIONS.get(kind, "v1"), kind
     for key in ("metadata", "spec", "status"):
         if key in obj and obj[key] is None:
             del obj[key]  # JSON null is an absent field
@@ -69,7 +71,8 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     obj = _apply_defaults(kind, obj, old, subresource)
     errs = validate(kind, obj, old)
     if errs:
-        raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs)
+        raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs,
+                      API_VERSIONS.get(kind, "v1").rpartition("/")[0])
     return obj
 
 
@@ -81,6 +84,8 @@ _REGISTERED = {
            "ResourceQuota", "PodTemplate", "ComponentStatus"},
     "apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ControllerRevision"},
     "batch/v1": {"Job", "CronJob"},
+    "coordination.k8s.io/v1": {"Lease"},
+    "events.k8s.io/v1": {"Event"},
 }
 
 
@@ -94,19 +99,21 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
             raise bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
                               f"version/kind; json parse error: json: cannot unmarshal {openapi.json_kind(obj[key])} "
                               f"into Go struct field .{key} of type string")
-    api_version, body_kind = obj.get("apiVersion") or "v1", obj.get("kind") or kind
-    if api_version == "v1" and body_kind == kind:
+    served = API_VERSIONS.get(kind, "v1")
+    api_version, body_kind = obj.get("apiVersion") or served, obj.get("kind") or kind
+    if api_version == served and body_kind == kind:
         return
     version = api_version.rsplit("/", 1)[-1]
     prefix = f'{body_kind} in version "{version}" cannot be handled as a {kind}: '
     if body_kind not in _REGISTERED.get(api_version, set()):
         raise bad_request(prefix + f'no kind "{body_kind}" is registered for version "{api_version}" in scheme '
                                    f'"{_SCHEME}"')
-    raise bad_request(prefix + f"converting ({version}.{body_kind}) to (core.{kind}): unknown conversion")
+    internal = served.split(".")[0] if "/" in served else "core"
+    raise bad_request(prefix + f"converting ({version}.{body_kind}) to ({internal}.{kind}): unknown conversion")
 
 
 def _decode_error(kind: str, detail: str) -> StatusError:
-    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')
+    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')  # v1 in every group
 
 
 def check_decode(kind: str, obj: dict[str, Any]) -> None:
@@ -114,6 +121,10 @@ def check_decode(kind: str, obj: dict[str, Any]) -> None:
     err = openapi.type_error(kind, obj)
     if err:
         raise _decode_error(kind, err)
+    if kind == "Lease":
+        err = coordination.lease_decode_error(obj)
+        if err:
+            raise _decode_error(kind, err)
     for qty in _quantities(kind, obj):
         try:
             parse_quantity(qty)
@@ -180,6 +191,8 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
         return obj
     if kind == "Namespace":
         return defaults.default_namespace(obj)
+    if kind == "Lease":
+        coordination.normalize_lease_times(obj)
     return obj
 
 
@@ -191,7 +204,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) 
     if old is not None:
         errs += names.validate_meta_update(obj.get("metadata") or {}, old.get("metadata") or {})
     errs += {"Pod": validate_pod, "Node": validate_node, "ConfigMap": validate_configmap,
-             "Binding": validate_binding, "Event": validate_event}.get(kind, lambda o: [])(obj)
+             "Binding": validate_binding, "Event": validate_event, "Lease": coordination.validate_lease}.get(
+                 kind, lambda o: [])(obj)
     if kind == "Pod" and old is not None:
         errs += validate_pod_update(obj, old)
     return errs
