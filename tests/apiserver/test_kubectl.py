@@ -412,3 +412,66 @@ def test_explain_reads_the_served_openapi(newest):
     assert re.search(r"^  limits\s+<map\[string\]Quantity>$", out, re.M)
     assert "Limits describes the maximum amount of compute resources allowed." in out
     assert re.search(r"^  allocatable\s+<map\[string\]Quantity>$", newest.ok("explain", "node.status"), re.M)
+
+
+# ---- named groups: leases, events.k8s.io, auth can-i ------------------------------------------------------------
+
+def test_describe_node_shows_its_lease(newest, cluster):
+    from kubernetes import client
+
+    from mockgpu.control.apiserver.coordination import node_lease
+
+    api = cluster.api_client()
+    coord = client.CoordinationV1Api(api)
+    before = newest.ok("describe", "node", "gpu-3")
+    assert "Failed to get lease: leases.coordination.k8s.io \"gpu-3\" not found" in before
+    coord.create_namespaced_lease("kube-node-lease", node_lease("gpu-3"))
+    try:
+        out = newest.ok("describe", "node", "gpu-3")
+        assert "Failed to get lease" not in out
+        assert re.search(r"^Lease:\n  HolderIdentity:  gpu-3\n  AcquireTime:     <unset>\n  RenewTime:       \w{3}, ",
+                         out, re.M)
+        lines = newest.ok("get", "leases", "-n", "kube-node-lease").strip().splitlines()
+        assert lines[0].split() == ["NAME", "HOLDER", "AGE"] and lines[1].split()[:2] == ["gpu-3", "gpu-3"]
+    finally:
+        coord.delete_namespaced_lease("gpu-3", "kube-node-lease")
+        api.close()
+
+
+def test_apply_lease_with_a_bad_duration_is_refused(newest):
+    r = newest("apply", "-f", "-", stdin="apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: l1}\n"
+                                          "spec: {holderIdentity: me, leaseDurationSeconds: 0}\n")
+    assert r.returncode == 1
+    assert 'The Lease "l1" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0' in r.stderr
+
+
+def test_kubectl_events_and_events_k8s_io(newest, cluster):
+    from kubernetes import client
+
+    api = cluster.api_client()
+    events = client.EventsV1Api(api)
+    events.create_namespaced_event("default", {
+        "metadata": {"name": "evented.1"}, "eventTime": "2026-12-02T15:00:00.000001Z", "type": "Warning",
+        "reportingController": "default-scheduler", "reportingInstance": "default-scheduler-mockgpu",
+        "action": "Scheduling", "reason": "FailedScheduling", "note": "0/4 nodes are available: 4 Insufficient gpu.",
+        "regarding": {"kind": "Pod", "name": "evented", "namespace": "default", "apiVersion": "v1"}})
+    try:
+        lines = newest.ok("events", "--for", "pod/evented").strip().splitlines()
+        assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+        assert len(lines) == 2 and "FailedScheduling" in lines[1] and "Pod/evented" in lines[1]
+        lines = newest.ok("events", "--types", "Normal").strip().splitlines()
+        assert all("evented" not in line for line in lines)
+        out = newest.ok("get", "events.events.k8s.io", "--field-selector", "regarding.name=evented", "-o", "json")
+        items = json.loads(out)["items"]
+        assert [i["note"] for i in items] == ["0/4 nodes are available: 4 Insufficient gpu."]
+        assert items[0]["apiVersion"] == "events.k8s.io/v1"
+    finally:
+        events.delete_namespaced_event("evented.1", "default")
+        api.close()
+
+
+@pytest.mark.parametrize("args", [("create", "pods"), ("delete", "nodes"), ("get", "/healthz"), ("*", "*")],
+                         ids=["create-pods", "delete-nodes", "non-resource", "everything"])
+def test_auth_can_i_answers_yes_for_the_cluster_token(newest, args):
+    r = newest("auth", "can-i", *args)
+    assert (r.returncode, r.stdout.strip()) == (0, "yes"), r.stderr

@@ -17,7 +17,7 @@ from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo, stored_plurals
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
-from mockgpu.control.apiserver.validation import default_and_validate
+from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
 STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -112,6 +112,8 @@ class ResourceAPI:
         if info.namespaced and meta.get("namespace") not in (None, "", ns):
             raise st.bad_request("the namespace of the provided object does not match the namespace sent on the "
                                  "request")
+        check_type_meta(info.kind, body)  # the body is decoded before the store is asked (400 before 409)
+        check_decode(info.kind, body)
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)
