@@ -475,3 +475,37 @@ def test_kubectl_events_and_events_k8s_io(newest, cluster):
 def test_auth_can_i_answers_yes_for_the_cluster_token(newest, args):
     r = newest("auth", "can-i", *args)
     assert (r.returncode, r.stdout.strip()) == (0, "yes"), r.stderr
+
+
+# ---- small kubectl commands: get all, cluster-info, top, version --------------------------------------------
+
+def test_get_all_lists_pods_and_the_kubernetes_service(newest, core, request):
+    request.addfinalizer(lambda: _cleanup(core, "everything"))
+    newest.ok("create", "-f", "-", stdin=gpu_pod("everything", "1"))
+    out = newest.ok("get", "all")
+    assert re.search(r"^pod/everything\s+0/1\s+Pending", out, re.M)
+    assert re.search(r"^service/kubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443/TCP\s", out, re.M)
+
+
+def test_cluster_info_names_the_control_plane(newest, cluster):
+    out = newest.ok("cluster-info")
+    assert re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()[0] == f"Kubernetes control plane is running at {cluster.url}"
+
+
+def test_top_is_a_clean_error_without_a_metrics_api(newest):
+    r = newest("top", "nodes")
+    assert r.returncode == 1 and r.stderr.strip() == "error: Metrics API not available"
+
+
+def test_version_reports_the_modelled_server(newest):
+    from mockgpu.control.apiserver.discovery import GIT_VERSION
+
+    r = newest("version", "-o", "json")
+    assert r.returncode == 0 and "WARNING" not in r.stderr  # inside kubectl's supported version skew
+    assert json.loads(r.stdout)["serverVersion"]["gitVersion"] == GIT_VERSION
+
+
+def test_create_service_is_refused_cleanly(newest):
+    r = newest("create", "service", "clusterip", "web", "--tcp=80:80")
+    assert r.returncode == 1
+    assert r.stderr.strip().endswith('create is not supported on resources of kind "services"')

@@ -77,6 +77,8 @@ RESOURCES: dict[str, ResourceInfo] = {
     "configmaps": ResourceInfo("configmaps", "configmap", "ConfigMap", True, _ALL, ("cm",)),
     "serviceaccounts": ResourceInfo("serviceaccounts", "serviceaccount", "ServiceAccount", True, _ALL, ("sa",)),
     "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
+    # read-only: only the ``kubernetes`` Service of ``default`` exists (see ``services``)
+    "services": ResourceInfo("services", "service", "Service", True, ("get", "list", "watch"), ("svc",), ("all",)),
 }
 
 #: named API groups, by "group/version": the resources each serves under ``/apis/<group>/<version>``
