@@ -509,3 +509,15 @@ def test_create_service_is_refused_cleanly(newest):
     r = newest("create", "service", "clusterip", "web", "--tcp=80:80")
     assert r.returncode == 1
     assert r.stderr.strip().endswith('create is not supported on resources of kind "services"')
+
+
+def test_gated_pod_shows_scheduling_gated_until_its_gate_is_removed(newest, core, request):
+    request.addfinalizer(lambda: _cleanup(core, "gated"))
+    manifest = gpu_pod("gated", "1").replace("spec:\n", "spec:\n  schedulingGates:\n  - name: example.com/quota\n", 1)
+    newest.ok("create", "-f", "-", stdin=manifest)
+    assert newest.ok("get", "pod", "gated").splitlines()[1].split()[2] == "SchedulingGated"
+    r = newest("patch", "pod", "gated", "--type=json", "-p",
+               '[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"late"}}]')
+    assert r.returncode == 1 and "only deletion is allowed, but found new scheduling gate 'late'" in r.stderr
+    newest.ok("patch", "pod", "gated", "--type=json", "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')
+    assert core.read_namespaced_pod("gated", "default").spec.scheduling_gates is None

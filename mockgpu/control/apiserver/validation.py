@@ -312,7 +312,8 @@ def validate_toleration(t: dict[str, Any], path: str) -> list[FieldError]:
 
 
 def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Spec is immutable except images, activeDeadlineSeconds, and added tolerations."""
+    """Spec is immutable except images, activeDeadlineSeconds, added tolerations, removed scheduling gates and
+    (while gated) added nodeSelector terms."""
     a, b = copy.deepcopy(new.get("spec") or {}), copy.deepcopy(old.get("spec") or {})
     for key in ("containers", "initContainers"):
         for c_new, c_old in zip(a.get(key) or [], b.get(key) or [], strict=False):
@@ -327,11 +328,47 @@ def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldE
     old_tol, new_tol = b.get("tolerations") or [], a.get("tolerations") or []
     if all(t in new_tol for t in old_tol):
         _copy_key(a, b, "tolerations")
+    errs += _scheduling_gate_updates(a, b)
+    old_grace = b.get("terminationGracePeriodSeconds")
+    if isinstance(old_grace, int) and old_grace < 0 and a.get("terminationGracePeriodSeconds") == 1:
+        a["terminationGracePeriodSeconds"] = old_grace  # upstream lets a negative grace period become 1
     for c in (a.get("containers") or []) + (a.get("initContainers") or []):
         if isinstance(c, dict) and not c.get("image"):
             return errs
     if a != b:
         errs.append(field_forbidden("spec", _POD_UPDATE_MSG))
+    return errs
+
+
+class _GoMap:
+    """A map as Go's ``%#v`` prints it in a field error: ``map[string]string{"a":"1", "b":"2"}``."""
+
+    def __init__(self, value: dict[str, str]) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        if not self.value:
+            return "map[string]string(nil)"
+        return "map[string]string{" + ", ".join(f'"{k}":"{v}"' for k, v in sorted(self.value.items())) + "}"
+
+
+def _scheduling_gate_updates(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """Scheduling gates may only be removed; while a pod is gated its nodeSelector may grow (KEP-3521/3838).
+    Checked fields are copied from ``old`` into ``new`` (the munged spec compared afterwards)."""
+    errs: list[FieldError] = []
+    old_gates = [g.get("name") for g in old.get("schedulingGates") or [] if isinstance(g, dict)]
+    for i, gate in enumerate(new.get("schedulingGates") or []):
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if name not in old_gates:
+            errs.append(field_forbidden(f"spec.schedulingGates[{i}].name",
+                                        f"only deletion is allowed, but found new scheduling gate '{name}'"))
+    _copy_key(new, old, "schedulingGates")
+    if old_gates:
+        old_sel, new_sel = old.get("nodeSelector") or {}, new.get("nodeSelector") or {}
+        if any(new_sel.get(k) != v for k, v in old_sel.items()):
+            errs.append(field_invalid("spec.nodeSelector", _GoMap(new_sel),
+                                      "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+        _copy_key(new, old, "nodeSelector")
     return errs
 
 
