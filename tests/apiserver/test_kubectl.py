@@ -521,3 +521,21 @@ def test_gated_pod_shows_scheduling_gated_until_its_gate_is_removed(newest, core
     assert r.returncode == 1 and "only deletion is allowed, but found new scheduling gate 'late'" in r.stderr
     newest.ok("patch", "pod", "gated", "--type=json", "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')
     assert core.read_namespaced_pod("gated", "default").spec.scheduling_gates is None
+
+
+@pytest.mark.parametrize(("args", "lines"), [
+    (("lease.spec",), ["GROUP:      coordination.k8s.io", "KIND:       Lease", "FIELD: spec <LeaseSpec>"]),
+    (("events", "--api-version=events.k8s.io/v1"), ["GROUP:      events.k8s.io", "KIND:       Event"]),
+    (("svc.spec.clusterIP",), ["KIND:       Service", "FIELD: clusterIP <string>"]),
+], ids=["lease", "events-k8s-io", "service"])
+def test_explain_named_group_kinds(newest, args, lines):
+    out = newest.ok("explain", *args).splitlines()
+    assert all(line in out for line in lines), out[:8]
+
+
+def test_apply_lease_with_unknown_field_is_refused_by_the_server(newest):
+    r = newest("apply", "-f", "-", stdin="apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: l2}\n"
+                                          "spec: {holderIdentity: me, bogus: 1}\n")
+    assert r.returncode == 1
+    assert ('Lease in version "v1" cannot be handled as a Lease: strict decoding error: unknown field "spec.bogus"'
+            in r.stderr)

@@ -214,3 +214,30 @@ def test_review_is_allowed_and_echoes_the_spec():
 def test_review_needs_exactly_one_attribute_set(spec, message):
     status = _err(access.review, {"spec": spec})
     assert status["code"] == 422 and message in status["message"]
+
+
+# ---- OpenAPI v3 per group-version ---------------------------------------------------------------------------------
+
+def test_openapi_root_lists_a_document_per_group_version():
+    from mockgpu.control.apiserver import openapi
+
+    paths = openapi.openapi_v3_root()["paths"]
+    assert set(paths) == {"api/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1"}
+    assert paths["apis/coordination.k8s.io/v1"]["serverRelativeURL"].startswith(
+        "/openapi/v3/apis/coordination.k8s.io/v1?hash=")
+
+
+def test_openapi_group_document_has_its_kind_with_group_and_no_core_kinds():
+    from mockgpu.control.apiserver import openapi
+
+    doc = openapi.openapi_v3_document("coordination.k8s.io/v1")
+    schemas = doc["components"]["schemas"]
+    assert schemas["io.k8s.api.coordination.v1.Lease"]["x-kubernetes-group-version-kind"] == [
+        {"group": "coordination.k8s.io", "kind": "Lease", "version": "v1"}]
+    assert "io.k8s.api.coordination.v1.LeaseSpec" in schemas and "io.k8s.api.core.v1.Pod" not in schemas
+    ops = doc["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]
+    assert set(ops) == {"get", "patch"} and ops["patch"]["parameters"][0]["name"] == "fieldValidation"
+    events = openapi.openapi_v3_document("events.k8s.io/v1")["components"]["schemas"]
+    assert "regarding" in events["io.k8s.api.events.v1.Event"]["properties"]
+    core = openapi.openapi_v3_core()
+    assert set(core["paths"]["/api/v1/namespaces/{namespace}/services/{name}"]) == {"get"}  # read-only

@@ -69,7 +69,8 @@ class APIApp:
             simple = self._simple_get(path, accept)
             if simple is not None:
                 return simple
-            if path in ("/openapi/v3", "/openapi/v3/api/v1"):
+            if path == "/openapi/v3" or path.removeprefix("/openapi/v3/") in map(openapi.document_path,
+                                                                                   openapi.DOCUMENTED):
                 return await self._openapi_v3(path)
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
@@ -117,7 +118,8 @@ class APIApp:
                 loop = asyncio.get_running_loop()
                 self._openapi = await loop.run_in_executor(None, lambda: {
                     "/openapi/v3": encode(openapi.openapi_v3_root()),
-                    "/openapi/v3/api/v1": encode(openapi.openapi_v3_core())})
+                    **{f"/openapi/v3/{openapi.document_path(gv)}": encode(openapi.openapi_v3_document(gv))
+                       for gv in openapi.DOCUMENTED}})
         return web.Response(body=self._openapi[path], content_type=JSON)
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:

@@ -232,7 +232,13 @@ def resource_for(name: str) -> ResourceInfo | None:
 _META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
                "StatusCause", "Time", "MicroTime"}
 _PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
-            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding"}
+            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding",
+            "Service": "V1Service"}
+#: the kinds of each named group-version as the official client's models, and the group of their sub-types
+GROUP_PY_KINDS: dict[str, dict[str, str]] = {"coordination.k8s.io/v1": {"Lease": "V1Lease"},
+                                             "events.k8s.io/v1": {"Event": "EventsV1Event"}}
+_PY_GROUP = {"V1Lease": "coordination", "V1LeaseSpec": "coordination", "EventsV1Event": "events",
+             "EventsV1EventSeries": "events"}
 #: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say
 PATCH_META: dict[tuple[str, str], tuple[str, str]] = {
     ("V1ObjectMeta", "ownerReferences"): ("uid", "merge"), ("V1ObjectMeta", "finalizers"): ("", "merge"),
@@ -259,10 +265,10 @@ _PRIMITIVES = {"str": {"type": "string"}, "int": {"type": "integer", "format": "
 
 def schema_name(model: str) -> str:
     """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
-    short = model.removeprefix("CoreV1").removeprefix("V1")
+    short = model.removeprefix("CoreV1").removeprefix("EventsV1").removeprefix("V1")
     if short in _META_TYPES:
         return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
-    return f"io.k8s.api.core.v1.{short}"
+    return f"io.k8s.api.{_PY_GROUP.get(model, 'core')}.v1.{short}"
 
 
 def _type_schema(t: str, todo: list[str]) -> dict[str, Any]:
@@ -282,14 +288,16 @@ def _describe(model: Any) -> str:
     return " ".join(doc.split())
 
 
-def component_schemas() -> dict[str, Any]:
-    """Schemas of the served kinds and everything they contain, built from the official Python client's models
-    (names, types, descriptions), with the patch merge keys of :data:`PATCH_META`. Cached after the first call."""
-    global _SCHEMAS_CACHE
-    if _SCHEMAS_CACHE is not None:
-        return _SCHEMAS_CACHE
+def component_schemas(group_version: str = "v1") -> dict[str, Any]:
+    """Schemas of the kinds served in ``group_version`` and everything they contain, built from the official
+    Python client's models (names, types, descriptions), with the patch merge keys of :data:`PATCH_META`.
+    Cached after the first call."""
+    if group_version in _SCHEMAS_CACHE:
+        return _SCHEMAS_CACHE[group_version]
     from kubernetes.client import models
-    todo = list(_PY_KIND.values())
+    kinds = _PY_KIND if group_version == "v1" else GROUP_PY_KINDS[group_version]
+    group = group_version.rpartition("/")[0]
+    todo = list(kinds.values())
     out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
         "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
         "(decimal SI, binary SI or exponent form).")}}
@@ -315,12 +323,12 @@ def component_schemas() -> dict[str, Any]:
                     prop["x-kubernetes-patch-merge-key"] = key
             props[json_name] = prop
         schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
-        kind = next((k for k, py in _PY_KIND.items() if py == name), None)
+        kind = next((k for k, py in kinds.items() if py == name), None)
         if kind:
-            schema["x-kubernetes-group-version-kind"] = [{"group": "", "kind": kind, "version": "v1"}]
+            schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": "v1"}]
         out[schema_name(name)] = schema
-    _SCHEMAS_CACHE = out
+    _SCHEMAS_CACHE[group_version] = out
     return out
 
 
-_SCHEMAS_CACHE: dict[str, Any] | None = None
+_SCHEMAS_CACHE: dict[str, dict[str, Any]] = {}

@@ -16,7 +16,13 @@ import hashlib
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES, component_schemas
+from mockgpu.control.apiserver.discovery import (
+    GIT_VERSION,
+    GROUP_PY_KINDS,
+    GROUP_RESOURCES,
+    RESOURCES,
+    component_schemas,
+)
 
 ANY: Any = None
 MAP = "map[string]string"  # labels, annotations, data
@@ -176,30 +182,54 @@ _FIELD_VALIDATION_PARAM = {
 }
 
 
-def _path_for(plural: str, namespaced: bool) -> str:
-    return f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced else f"/api/v1/{plural}/{{name}}"
+def _path_for(prefix: str, plural: str, namespaced: bool) -> str:
+    return f"/{prefix}/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced else f"/{prefix}/{plural}/{{name}}"
 
 
 def openapi_v3_core() -> dict[str, Any]:
     """``GET /openapi/v3/api/v1``: each kind's item path with PATCH accepting ``fieldValidation``, and schemas."""
+    return openapi_v3_document("v1")
+
+
+def openapi_v3_document(group_version: str) -> dict[str, Any]:
+    """``GET /openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``: each kind's item path (GET, and
+    PATCH accepting ``fieldValidation``) and the schemas (for ``kubectl explain``)."""
     paths: dict[str, Any] = {}
-    for plural, info in RESOURCES.items():
-        if "patch" not in info.verbs:
+    resources = RESOURCES if group_version == "v1" else GROUP_RESOURCES[group_version]
+    prefix = "api/v1" if group_version == "v1" else f"apis/{group_version}"
+    for plural, info in resources.items():
+        if "get" not in info.verbs:
             continue
-        gvk = {"group": "", "version": "v1", "kind": info.kind}
-        op = {"operationId": f"patch{'Namespaced' if info.namespaced else ''}{info.kind}",
-              "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
-              "parameters": [_FIELD_VALIDATION_PARAM], "responses": {"200": {"description": "OK"}}}
-        paths[_path_for(plural, info.namespaced)] = {"patch": op}
+        gvk = {"group": info.group, "version": "v1", "kind": info.kind}
+        ops: dict[str, Any] = {}
+        for verb in ("get", "patch"):  # kubectl explain finds a kind by its path; apply reads fieldValidation
+            if verb in info.verbs:
+                ops[verb] = {"operationId": f"{'read' if verb == 'get' else verb}"
+                                            f"{'Namespaced' if info.namespaced else ''}{info.kind}",
+                             "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk,
+                             "responses": {"200": {"description": "OK"}}}
+        if "patch" in ops:
+            ops["patch"]["parameters"] = [_FIELD_VALIDATION_PARAM]
+        paths[_path_for(prefix, plural, info.namespaced)] = ops
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
-            "components": {"schemas": component_schemas()}}
+            "components": {"schemas": component_schemas(group_version)}}
+
+
+#: the group-versions with an OpenAPI v3 document (those whose kinds the official client models)
+DOCUMENTED = ("v1", *GROUP_PY_KINDS)
 
 
 @functools.cache
-def _digest() -> str:
-    return hashlib.sha512(json.dumps(openapi_v3_core(), sort_keys=True).encode()).hexdigest().upper()[:128]
+def _digest(group_version: str) -> str:
+    doc = openapi_v3_document(group_version)
+    return hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()[:128]
+
+
+def document_path(group_version: str) -> str:
+    return "api/v1" if group_version == "v1" else f"apis/{group_version}"
 
 
 def openapi_v3_root() -> dict[str, Any]:
     """``GET /openapi/v3``: where each group-version's document is, with a content hash as upstream."""
-    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={_digest()}"}}}
+    return {"paths": {document_path(gv): {"serverRelativeURL": f"/openapi/v3/{document_path(gv)}?hash={_digest(gv)}"}
+                      for gv in DOCUMENTED}}
