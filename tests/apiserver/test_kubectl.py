@@ -539,3 +539,12 @@ def test_apply_lease_with_unknown_field_is_refused_by_the_server(newest):
     assert r.returncode == 1
     assert ('Lease in version "v1" cannot be handled as a Lease: strict decoding error: unknown field "spec.bogus"'
             in r.stderr)
+
+
+def test_auth_can_i_list_and_whoami(newest):
+    lines = newest.ok("auth", "can-i", "--list").strip().splitlines()
+    assert [line.split() for line in lines] == [["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"],
+                                                ["*.*", "[]", "[]", "[*]"], ["[*]", "[]", "[*]"]]
+    lines = newest.ok("auth", "whoami").strip().splitlines()
+    assert lines[1].split() == ["Username", "mockgpu-admin"]
+    assert lines[2].split(None, 1) == ["Groups", "[system:masters system:authenticated]"]

@@ -23,7 +23,7 @@ def _err(fn, *args, **kw) -> dict:
 
 def test_group_list_names_each_group_with_its_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
-    assert set(groups) == {"coordination.k8s.io", "events.k8s.io", "authorization.k8s.io"}
+    assert set(groups) == {"coordination.k8s.io", "events.k8s.io", "authorization.k8s.io", "authentication.k8s.io"}
     assert groups["coordination.k8s.io"]["preferredVersion"] == {"groupVersion": "coordination.k8s.io/v1",
                                                                  "version": "v1"}
     assert "kind" not in groups["coordination.k8s.io"]  # entries of APIGroupList carry no TypeMeta
@@ -241,3 +241,14 @@ def test_openapi_group_document_has_its_kind_with_group_and_no_core_kinds():
     assert "regarding" in events["io.k8s.api.events.v1.Event"]["properties"]
     core = openapi.openapi_v3_core()
     assert set(core["paths"]["/api/v1/namespaces/{namespace}/services/{name}"]) == {"get"}  # read-only
+
+
+def test_rules_review_and_whoami():
+    rules = access.answer("SelfSubjectRulesReview", {"spec": {"namespace": "default"}})
+    assert rules["status"] == {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                               "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}
+    who = access.answer("SelfSubjectReview", {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert who["status"]["userInfo"] == {"username": "mockgpu-admin",
+                                         "groups": ["system:masters", "system:authenticated"]}
+    status = _err(access.answer, "SelfSubjectReview", {"apiVersion": "authentication.k8s.io/v1beta1"})
+    assert status["code"] == 400 and 'no kind "SelfSubjectReview" is registered for version ' in status["message"]

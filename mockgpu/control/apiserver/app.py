@@ -201,8 +201,8 @@ class APIApp:
             return json_response(st.success_status(), 201)
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
-        if t.info.kind == "SelfSubjectAccessReview":
-            return json_response(access.review(body), 201)
+        if t.info.kind in access.REVIEW_KINDS:
+            return json_response(access.answer(t.info.kind, body), 201)
         if not isinstance(body, dict):
             raise st.bad_request("the object provided is unrecognized (must be an object)")
         if t.info.group == "events.k8s.io":

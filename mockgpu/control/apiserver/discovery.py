@@ -4,7 +4,7 @@ kubectl and the Python client find resources through these documents, so their s
 kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
 embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
-Events over the core Event storage, and SelfSubjectAccessReview for ``kubectl auth can-i``).
+Events over the core Event storage, and the self-reviews for ``kubectl auth can-i`` and ``whoami``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,13 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
     "authorization.k8s.io/v1": {
         "selfsubjectaccessreviews": ResourceInfo("selfsubjectaccessreviews", "selfsubjectaccessreview",
                                                  "SelfSubjectAccessReview", False, ("create",),
-                                                 group="authorization.k8s.io")},
+                                                 group="authorization.k8s.io"),
+        "selfsubjectrulesreviews": ResourceInfo("selfsubjectrulesreviews", "selfsubjectrulesreview",
+                                                "SelfSubjectRulesReview", False, ("create",),
+                                                group="authorization.k8s.io")},
+    "authentication.k8s.io/v1": {
+        "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
+                                           ("create",), group="authentication.k8s.io")},
 }
 
 KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {"Lease": "leases"}
