@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mockgpu.control.apiserver import access, coordination, discovery, eventsv1
+from mockgpu.control.apiserver import access, coordination, discovery, eventsv1, microtime
 from mockgpu.control.apiserver.status import StatusError
 from mockgpu.control.apiserver.tables import to_table
 from mockgpu.control.apiserver.validation import default_and_validate
@@ -64,7 +64,7 @@ def test_namespace_cleanup_covers_leases_once_per_store_key():
     ("2026-12-02T17:30:00.000001+02:30", datetime(2026, 12, 2, 15, 0, 0, 1, tzinfo=UTC)),
 ], ids=["utc", "offset"])
 def test_micro_time_parses_rfc3339_with_six_digits(text, want):
-    assert coordination.parse_micro_time(text) == want
+    assert microtime.parse_micro_time(text) == want
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -75,8 +75,8 @@ def test_micro_time_parses_rfc3339_with_six_digits(text, want):
     ("2026-12-02T15:00:00.000000Zjunk", 'extra text: "junk"'),
 ], ids=["no-fraction", "millis", "words", "month", "trailing"])
 def test_micro_time_refuses_what_go_refuses(text, message):
-    with pytest.raises(coordination.MicroTimeError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        coordination.parse_micro_time(text)
+    with pytest.raises(microtime.MicroTimeError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        microtime.parse_micro_time(text)
 
 
 def _lease(**spec) -> dict:
@@ -252,3 +252,23 @@ def test_rules_review_and_whoami():
                                          "groups": ["system:masters", "system:authenticated"]}
     status = _err(access.answer, "SelfSubjectReview", {"apiVersion": "authentication.k8s.io/v1beta1"})
     assert status["code"] == 400 and 'no kind "SelfSubjectReview" is registered for version ' in status["message"]
+
+
+@pytest.mark.parametrize(("event", "want"), [
+    ({"eventTime": "2026-12-02T17:00:00.000001+02:00"}, {"eventTime": "2026-12-02T15:00:00.000001Z"}),
+    ({"series": {"count": 2, "lastObservedTime": "2026-12-02T15:00:00.250000-01:00"}},
+     {"series": {"count": 2, "lastObservedTime": "2026-12-02T16:00:00.250000Z"}}),
+    ({"firstTimestamp": "2026-12-02T15:00:00Z"}, {"firstTimestamp": "2026-12-02T15:00:00Z"}),
+], ids=["event-time", "series", "legacy-time-untouched"])
+def test_core_event_micro_times_are_stored_in_utc(event, want):
+    out = default_and_validate("Event", {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod"}, **event},
+                               namespace="default")
+    assert {k: out[k] for k in want} == want
+
+
+def test_core_event_with_a_second_precision_event_time_is_refused():
+    status = _err(default_and_validate, "Event", {"metadata": {"name": "e"}, "eventTime": "2026-12-02T15:00:00Z"},
+                  namespace="default")
+    assert status["message"] == ('Event in version "v1" cannot be handled as a Event: parsing time '
+                                 '"2026-12-02T15:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as '
+                                 '".000000"')

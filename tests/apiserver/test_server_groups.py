@@ -117,7 +117,8 @@ def test_deleting_a_namespace_deletes_its_leases(core, coord):
 
 # ---- events.k8s.io ----------------------------------------------------------------------------------------------
 
-NEW_EVENT = {"metadata": {"name": "bound.1"}, "eventTime": "2026-12-02T15:00:00.000000Z",
+# microsecond 0 would be dropped by the official client (see test_lease_lifecycle), hence .000001
+NEW_EVENT = {"metadata": {"name": "bound.1"}, "eventTime": "2026-12-02T15:00:00.000001Z",
              "reportingController": "default-scheduler", "reportingInstance": "default-scheduler-mockgpu",
              "action": "Binding", "reason": "Scheduled", "type": "Normal", "note": "Successfully assigned",
              "regarding": {"kind": "Pod", "name": "bound", "namespace": "default", "apiVersion": "v1"}}
@@ -165,7 +166,7 @@ def test_new_style_event_needs_its_required_fields(events):
 def test_events_k8s_io_patch_and_watch(events):
     events.create_namespaced_event("default", NEW_EVENT)
     patched = events.patch_namespaced_event("bound.1", "default", {"note": "assigned again", "series": {
-        "count": 2, "lastObservedTime": "2026-12-02T15:00:05.000000Z"}})
+        "count": 2, "lastObservedTime": "2026-12-02T15:00:05.500000Z"}})
     assert patched.note == "assigned again" and patched.series.count == 2
     w = watch.Watch()
     for ev in w.stream(events.list_namespaced_event, "default", timeout_seconds=2):

@@ -14,7 +14,7 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.control.apiserver import coordination, defaults, names, openapi
+from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi
 from mockgpu.control.apiserver.status import (
     FieldError,
     StatusError,
@@ -121,10 +121,9 @@ def check_decode(kind: str, obj: dict[str, Any]) -> None:
     err = openapi.type_error(kind, obj)
     if err:
         raise _decode_error(kind, err)
-    if kind == "Lease":
-        err = coordination.lease_decode_error(obj)
-        if err:
-            raise _decode_error(kind, err)
+    err = microtime.decode_error(kind, obj)
+    if err:
+        raise _decode_error(kind, err)
     for qty in _quantities(kind, obj):
         try:
             parse_quantity(qty)
@@ -191,8 +190,7 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
         return obj
     if kind == "Namespace":
         return defaults.default_namespace(obj)
-    if kind == "Lease":
-        coordination.normalize_lease_times(obj)
+    microtime.normalize(kind, obj)
     return obj
 
 
