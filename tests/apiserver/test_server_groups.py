@@ -200,3 +200,17 @@ def test_self_subject_access_review_is_create_only(raw):
     code, status = raw.json("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
     assert code == 405 and status["message"] == ('list is not supported on resources of kind '
                                                  '"selfsubjectaccessreviews.authorization.k8s.io"')
+
+
+def test_replace_through_events_k8s_io_keeps_the_core_view(raw, core):
+    core.create_namespaced_event("default", {"metadata": {"name": "put.1"}, "message": "first", "reason": "R",
+                                             "involvedObject": {"kind": "Pod", "name": "put"}})
+    code, got = raw.json("GET", "/apis/events.k8s.io/v1/namespaces/default/events/put.1")
+    assert code == 200 and got["eventTime"] is None
+    code, put = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1", {**got, "note": "second"})
+    assert code == 200 and put["note"] == "second" and int(put["metadata"]["resourceVersion"]) > int(
+        got["metadata"]["resourceVersion"])
+    code, as_core = raw.json("GET", "/api/v1/namespaces/default/events/put.1")
+    assert as_core["message"] == "second" and "eventTime" not in as_core and "note" not in as_core
+    code, status = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1", got)  # stale version
+    assert code == 409 and status["message"].startswith('Operation cannot be fulfilled on events.events.k8s.io "put.1"')

@@ -59,7 +59,7 @@ def to_core(event: dict[str, Any]) -> dict[str, Any]:
                              f'registered for version "{api_version}" in scheme "pkg/api/legacyscheme/scheme.go:30"')
     core: dict[str, Any] = {"apiVersion": "v1", "kind": "Event"}
     for key, value in event.items():
-        if key in ("apiVersion", "kind"):
+        if key in ("apiVersion", "kind") or value is None:  # JSON null is an absent field
             continue
         core[RENAMES.get(key, key)] = value
     return core
