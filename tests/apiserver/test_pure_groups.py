@@ -272,3 +272,16 @@ def test_core_event_with_a_second_precision_event_time_is_refused():
     assert status["message"] == ('Event in version "v1" cannot be handled as a Event: parsing time '
                                  '"2026-12-02T15:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as '
                                  '".000000"')
+
+
+@pytest.mark.parametrize(("change", "fields"), [
+    ({"series": {"count": 2, "lastObservedTime": "2026-12-02T15:00:01.000000Z"}}, []),
+    ({"metadata": {"name": "p.1", "namespace": "default", "labels": {"a": "b"}}}, []),
+    ({"message": "other"}, ["message"]),
+    ({"reportingComponent": "kubelet", "count": 4}, ["count", "reportingController"]),
+    ({"involvedObject": {"kind": "Pod", "name": "q", "namespace": "default"}}, ["involvedObject"]),
+], ids=["series", "labels", "message", "controller-and-count", "regarding"])
+def test_events_k8s_io_update_may_only_change_series_and_metadata(change, fields):
+    errs = eventsv1.validate_update({**CORE_EVENT, **change}, CORE_EVENT)
+    assert [e.field for e in errs] == fields
+    assert all(e.detail == "field is immutable" for e in errs)

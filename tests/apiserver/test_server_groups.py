@@ -165,12 +165,16 @@ def test_new_style_event_needs_its_required_fields(events):
 
 def test_events_k8s_io_patch_and_watch(events):
     events.create_namespaced_event("default", NEW_EVENT)
-    patched = events.patch_namespaced_event("bound.1", "default", {"note": "assigned again", "series": {
+    patched = events.patch_namespaced_event("bound.1", "default", {"series": {
         "count": 2, "lastObservedTime": "2026-12-02T15:00:05.500000Z"}})
-    assert patched.note == "assigned again" and patched.series.count == 2
+    assert patched.note == "Successfully assigned" and patched.series.count == 2
+    with pytest.raises(ApiException) as exc:  # a new-style event only grows its series
+        events.patch_namespaced_event("bound.1", "default", {"note": "assigned again"})
+    assert exc.value.status == 422 and _message(exc) == ('Event.events.k8s.io "bound.1" is invalid: message: Invalid '
+                                                         'value: "assigned again": field is immutable')
     w = watch.Watch()
     for ev in w.stream(events.list_namespaced_event, "default", timeout_seconds=2):
-        assert ev["object"].regarding.name == "bound" and ev["object"].note == "assigned again"
+        assert ev["object"].regarding.name == "bound" and ev["object"].series.count == 2
         w.stop()
 
 
@@ -207,10 +211,14 @@ def test_replace_through_events_k8s_io_keeps_the_core_view(raw, core):
                                              "involvedObject": {"kind": "Pod", "name": "put"}})
     code, got = raw.json("GET", "/apis/events.k8s.io/v1/namespaces/default/events/put.1")
     assert code == 200 and got["eventTime"] is None
-    code, put = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1", {**got, "note": "second"})
-    assert code == 200 and put["note"] == "second" and int(put["metadata"]["resourceVersion"]) > int(
+    code, status = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1",
+                            {**got, "note": "second"})
+    assert code == 422 and status["details"]["causes"][0]["field"] == "message"
+    code, put = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1",
+                         {**got, "metadata": {**got["metadata"], "labels": {"seen": "yes"}}})
+    assert code == 200 and put["note"] == "first" and int(put["metadata"]["resourceVersion"]) > int(
         got["metadata"]["resourceVersion"])
     code, as_core = raw.json("GET", "/api/v1/namespaces/default/events/put.1")
-    assert as_core["message"] == "second" and "eventTime" not in as_core and "note" not in as_core
+    assert as_core["metadata"]["labels"] == {"seen": "yes"} and "eventTime" not in as_core and "note" not in as_core
     code, status = raw.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/put.1", got)  # stale version
     assert code == 409 and status["message"].startswith('Operation cannot be fulfilled on events.events.k8s.io "put.1"')

@@ -152,8 +152,9 @@ class APIApp:
             if verb == "update":
                 if not isinstance(body, dict):
                     raise st.bad_request("the object provided is unrecognized (must be an object)")
-                obj = self.api.update(t.info, ns, name, self._stored_form(t.info, body, strict), sub=t.sub,
-                                      dry_run=dry_run, strict=strict)
+                new = self._stored_form(t.info, body, strict)
+                self._check_event_update(t.info, ns, name, new)
+                obj = self.api.update(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
             else:
                 obj = self._patch(request, t, body, dry_run, strict)
             return self._object_response(request, t.info, obj)
@@ -223,8 +224,9 @@ class APIApp:
         current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
         check_type_meta_types(patched)
-        return self.api.patched(t.info, ns, name, self._stored_form(t.info, patched, strict), sub=t.sub,
-                                dry_run=dry_run, strict=strict)
+        new = self._stored_form(t.info, patched, strict)
+        self._check_event_update(t.info, ns, name, new)
+        return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
 
     # ---- events.k8s.io: another view of the core events -------------------------------------------------
 
@@ -232,6 +234,12 @@ class APIApp:
     def present(info: ResourceInfo, obj: Obj) -> Obj:
         """An object as ``info``'s group serves it (events.k8s.io converts the stored core/v1 Event)."""
         return eventsv1.from_core(obj) if info.group == "events.k8s.io" else obj
+
+    def _check_event_update(self, info: ResourceInfo, ns: str, name: str, new: Any) -> None:
+        if info.group == "events.k8s.io" and isinstance(new, dict):
+            errs = eventsv1.validate_update(new, self.api.get(info, ns, name))
+            if errs:
+                raise st.invalid("Event", name, errs, "events.k8s.io")
 
     @staticmethod
     def _stored_form(info: ResourceInfo, body: Any, strict: bool) -> Any:

@@ -4,7 +4,8 @@ kube-apiserver keeps one Event storage and serves it in both groups; the events.
 ``regarding`` ↔ ``involvedObject``, ``note`` ↔ ``message``, ``reportingController`` ↔ ``reportingComponent``,
 ``deprecatedSource`` ↔ ``source``, ``deprecatedFirstTimestamp``/``deprecatedLastTimestamp``/``deprecatedCount``
 ↔ ``firstTimestamp``/``lastTimestamp``/``count``. Creating through this group applies upstream's strict
-checks for new-style events (``ValidateEventCreate`` for events.k8s.io/v1). Field selectors use this group's
+checks for new-style events (``ValidateEventCreate`` for events.k8s.io/v1), and updating through it may change
+only the series and metadata (``ValidateEventUpdate``). Field selectors use this group's
 labels, mapped to the core ones as upstream's field label conversion does. Simplified: type errors in a body
 are reported with the core type's field names.
 """
@@ -91,6 +92,21 @@ def validate_create(event: dict[str, Any]) -> list[FieldError]:
     if len(event.get("note") or "") > NOTE_LIMIT:
         errs.append(field_invalid("note", "", f"can have at most {NOTE_LIMIT} characters"))
     return errs
+
+
+#: fields an update through events.k8s.io/v1 may not change (paths as upstream names them: internal names)
+IMMUTABLE = (("involvedObject", "involvedObject"), ("reason", "reason"), ("message", "message"),
+             ("source", "source"), ("firstTimestamp", "firstTimestamp"), ("lastTimestamp", "lastTimestamp"),
+             ("count", "count"), ("type", "type"), ("eventTime", "eventTime"), ("action", "action"),
+             ("related", "related"), ("reportingController", "reportingComponent"),
+             ("reportingInstance", "reportingInstance"))
+
+
+def validate_update(new_core: dict[str, Any], old_core: dict[str, Any]) -> list[FieldError]:
+    """upstream ``ValidateEventUpdate`` for events.k8s.io/v1, on the stored (core) forms: only the series
+    and metadata of a new-style event may change."""
+    return [field_invalid(path, new_core.get(key), "field is immutable") for path, key in IMMUTABLE
+            if (new_core.get(key) or None) != (old_core.get(key) or None)]
 
 
 def translate_field_selector(text: str) -> str:
