@@ -5,7 +5,7 @@ where the kit's objects nest, and ``ANY`` for sub-trees the server only stores (
 most of status). Simplified against upstream: those ``ANY`` sub-trees are neither type-checked nor checked
 for unknown fields. The OpenAPI v3 document advertises ``fieldValidation`` on each kind's PATCH (so kubectl
 validates on the server) and carries component schemas built from the official Python client's models
-(``discovery.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
+(``schemas.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
 that field set is the client's, which may be newer than the Kubernetes version the server reports.
 """
 
@@ -16,13 +16,8 @@ import hashlib
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.discovery import (
-    GIT_VERSION,
-    GROUP_PY_KINDS,
-    GROUP_RESOURCES,
-    RESOURCES,
-    component_schemas,
-)
+from mockgpu.control.apiserver.discovery import GIT_VERSION, GROUP_RESOURCES, RESOURCES
+from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, component_schemas
 
 ANY: Any = None
 MAP = "map[string]string"  # labels, annotations, data

@@ -4,8 +4,7 @@
 decode error), strict unknown-field rejection, defaults, then field validation collected into one 422
 ``Invalid`` Status whose causes carry upstream's field paths and texts (``pkg/apis/core/validation``),
 including the "Schedule GPUs" rules for extended resources. Validation of sub-trees the kit never uses
-(volumes, probes, affinity, security contexts) is left out; so is the diff that upstream appends to the
-"pod updates may not change fields" message.
+(volumes, probes, affinity, security contexts) is left out. Pod spec updates are ``podupdate``.
 """
 
 from __future__ import annotations
@@ -15,12 +14,12 @@ from fractions import Fraction
 from typing import Any
 
 from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi
+from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
     StatusError,
     bad_request,
     field_duplicate,
-    field_forbidden,
     field_invalid,
     field_not_supported,
     field_required,
@@ -34,10 +33,6 @@ NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": T
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
 API_VERSIONS = {"Lease": "coordination.k8s.io/v1"}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-_POD_UPDATE_MSG = ("pod updates may not change fields other than `spec.containers[*].image`,"
-                   "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
-                   "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
-                   "(allow it to be set to 1 if it was previously negative)")
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
 
@@ -309,67 +304,6 @@ def validate_toleration(t: dict[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Spec is immutable except images, activeDeadlineSeconds, added tolerations, removed scheduling gates and
-    (while gated) added nodeSelector terms."""
-    a, b = copy.deepcopy(new.get("spec") or {}), copy.deepcopy(old.get("spec") or {})
-    for key in ("containers", "initContainers"):
-        for c_new, c_old in zip(a.get(key) or [], b.get(key) or [], strict=False):
-            if isinstance(c_new, dict) and isinstance(c_old, dict):
-                c_new["image"] = c_old.get("image")
-    old_ads, new_ads = b.get("activeDeadlineSeconds"), a.get("activeDeadlineSeconds")
-    errs: list[FieldError] = []
-    if new_ads is None and old_ads is not None or (old_ads is not None and new_ads is not None and new_ads > old_ads):
-        errs.append(field_invalid("spec.activeDeadlineSeconds", new_ads,
-                                  "must be less than or equal to previous value"))
-    _copy_key(a, b, "activeDeadlineSeconds")
-    old_tol, new_tol = b.get("tolerations") or [], a.get("tolerations") or []
-    if all(t in new_tol for t in old_tol):
-        _copy_key(a, b, "tolerations")
-    errs += _scheduling_gate_updates(a, b)
-    old_grace = b.get("terminationGracePeriodSeconds")
-    if isinstance(old_grace, int) and old_grace < 0 and a.get("terminationGracePeriodSeconds") == 1:
-        a["terminationGracePeriodSeconds"] = old_grace  # upstream lets a negative grace period become 1
-    for c in (a.get("containers") or []) + (a.get("initContainers") or []):
-        if isinstance(c, dict) and not c.get("image"):
-            return errs
-    if a != b:
-        errs.append(field_forbidden("spec", _POD_UPDATE_MSG))
-    return errs
-
-
-class _GoMap:
-    """A map as Go's ``%#v`` prints it in a field error: ``map[string]string{"a":"1", "b":"2"}``."""
-
-    def __init__(self, value: dict[str, str]) -> None:
-        self.value = value
-
-    def __str__(self) -> str:
-        if not self.value:
-            return "map[string]string(nil)"
-        return "map[string]string{" + ", ".join(f'"{k}":"{v}"' for k, v in sorted(self.value.items())) + "}"
-
-
-def _scheduling_gate_updates(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Scheduling gates may only be removed; while a pod is gated its nodeSelector may grow (KEP-3521/3838).
-    Checked fields are copied from ``old`` into ``new`` (the munged spec compared afterwards)."""
-    errs: list[FieldError] = []
-    old_gates = [g.get("name") for g in old.get("schedulingGates") or [] if isinstance(g, dict)]
-    for i, gate in enumerate(new.get("schedulingGates") or []):
-        name = gate.get("name") if isinstance(gate, dict) else None
-        if name not in old_gates:
-            errs.append(field_forbidden(f"spec.schedulingGates[{i}].name",
-                                        f"only deletion is allowed, but found new scheduling gate '{name}'"))
-    _copy_key(new, old, "schedulingGates")
-    if old_gates:
-        old_sel, new_sel = old.get("nodeSelector") or {}, new.get("nodeSelector") or {}
-        if any(new_sel.get(k) != v for k, v in old_sel.items()):
-            errs.append(field_invalid("spec.nodeSelector", _GoMap(new_sel),
-                                      "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
-        _copy_key(new, old, "nodeSelector")
-    return errs
-
-
 def validate_resources(res: dict[str, Any], path: str) -> list[FieldError]:
     """upstream ``ValidateResourceRequirements``: names, non-negative, extended integers and request == limit."""
     errs: list[FieldError] = []
@@ -422,13 +356,6 @@ def _resource_value(rname: str, raw: Any, path: str) -> list[FieldError]:
     if is_extended(rname) and milli_value(raw) % 1000 != 0:
         errs.append(field_invalid(path, canonical(raw), "must be an integer"))
     return errs
-
-
-def _copy_key(dst: dict[str, Any], src: dict[str, Any], key: str) -> None:
-    if key in src:
-        dst[key] = src[key]
-    else:
-        dst.pop(key, None)
 
 
 def validate_node(node: dict[str, Any]) -> list[FieldError]:
