@@ -26,7 +26,7 @@ from mockgpu.sched.framework import (
 from mockgpu.sched.messages import fit_error
 from mockgpu.sched.preemption import preempt
 from mockgpu.sched.select import select_host
-from mockgpu.sched.snapshot import NodeInfo, pod_key
+from mockgpu.sched.snapshot import NodeInfo, cycle_cache, pod_key
 
 ANNOTATION_FILTER = "mockgpu.io/filter-result"
 ANNOTATION_SCORE = "mockgpu.io/score-result"
@@ -118,6 +118,12 @@ def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleR
 def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
                  start_index: int = 0) -> ScheduleResult:
     """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure apart from drawing from ``rng``."""
+    with cycle_cache():
+        return _schedule_one(pod, nodes, profile, rng, start_index)
+
+
+def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random,
+                  start_index: int) -> ScheduleResult:
     res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
     if not nodes:
         res.message = NO_NODES_AVAILABLE

@@ -11,8 +11,11 @@ Simplified: in-place resize status (``status.containerStatuses[].allocatedResour
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from mockgpu.quantity import int_value, milli_value
 
@@ -27,7 +30,31 @@ _NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQ
 
 def resource_value(name: str, quantity: str | int | float) -> int:
     """A quantity in the scheduler's integer unit for that resource (millicores for cpu)."""
+    if isinstance(quantity, str):
+        return _resource_value_text(name == CPU, quantity)
     return milli_value(quantity) if name == CPU else int_value(quantity)
+
+
+@lru_cache(maxsize=4096)
+def _resource_value_text(milli: bool, quantity: str) -> int:
+    # The same few quantity strings ("1", "32", "256Gi") are parsed for every node of every cycle.
+    return milli_value(quantity) if milli else int_value(quantity)
+
+
+# Upstream computes the incoming pod's requests once, in PreFilter, into the CycleState; plugins read
+# them from there. ``cycle_cache`` is that state: inside it, each pod object's requests are computed once.
+_CYCLE: ContextVar[dict[tuple[int, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
+    "mockgpu_sched_cycle", default=None)
+
+
+@contextmanager
+def cycle_cache() -> Iterator[None]:
+    """Memoize ``pod_requests`` for the duration of one scheduling cycle (pods must not change inside it)."""
+    token = _CYCLE.set({})
+    try:
+        yield
+    finally:
+        _CYCLE.reset(token)
 
 
 def resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
@@ -74,6 +101,16 @@ def pod_requests(pod: Mapping, *, non_zero: bool = False) -> dict[str, int]:
     ``non_zero=True`` is the scoring variant (``NonMissingContainerRequests``): every container that does
     not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default.
     """
+    cache = _CYCLE.get()
+    if cache is None:
+        return _pod_requests(pod, non_zero)
+    hit = cache.get((id(pod), non_zero))
+    if hit is None or hit[0] is not pod:  # the cached pod object is held, so its id cannot be reused
+        hit = cache[(id(pod), non_zero)] = (pod, _pod_requests(pod, non_zero))
+    return dict(hit[1])
+
+
+def _pod_requests(pod: Mapping, non_zero: bool) -> dict[str, int]:
     spec = pod.get("spec") or {}
     reqs: dict[str, int] = {}
     for c in spec.get("containers") or []:

@@ -412,3 +412,139 @@ def test_explain_reads_the_served_openapi(newest):
     assert re.search(r"^  limits\s+<map\[string\]Quantity>$", out, re.M)
     assert "Limits describes the maximum amount of compute resources allowed." in out
     assert re.search(r"^  allocatable\s+<map\[string\]Quantity>$", newest.ok("explain", "node.status"), re.M)
+
+
+# ---- named groups: leases, events.k8s.io, auth can-i ------------------------------------------------------------
+
+def test_describe_node_shows_its_lease(newest, cluster):
+    from kubernetes import client
+
+    from mockgpu.control.apiserver.coordination import node_lease
+
+    api = cluster.api_client()
+    coord = client.CoordinationV1Api(api)
+    before = newest.ok("describe", "node", "gpu-3")
+    assert "Failed to get lease: leases.coordination.k8s.io \"gpu-3\" not found" in before
+    coord.create_namespaced_lease("kube-node-lease", node_lease("gpu-3"))
+    try:
+        out = newest.ok("describe", "node", "gpu-3")
+        assert "Failed to get lease" not in out
+        assert re.search(r"^Lease:\n  HolderIdentity:  gpu-3\n  AcquireTime:     <unset>\n  RenewTime:       \w{3}, ",
+                         out, re.M)
+        lines = newest.ok("get", "leases", "-n", "kube-node-lease").strip().splitlines()
+        assert lines[0].split() == ["NAME", "HOLDER", "AGE"] and lines[1].split()[:2] == ["gpu-3", "gpu-3"]
+    finally:
+        coord.delete_namespaced_lease("gpu-3", "kube-node-lease")
+        api.close()
+
+
+def test_apply_lease_with_a_bad_duration_is_refused(newest):
+    r = newest("apply", "-f", "-", stdin="apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: l1}\n"
+                                          "spec: {holderIdentity: me, leaseDurationSeconds: 0}\n")
+    assert r.returncode == 1
+    assert 'The Lease "l1" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0' in r.stderr
+
+
+def test_kubectl_events_and_events_k8s_io(newest, cluster):
+    from kubernetes import client
+
+    api = cluster.api_client()
+    events = client.EventsV1Api(api)
+    events.create_namespaced_event("default", {
+        "metadata": {"name": "evented.1"}, "eventTime": "2026-12-02T15:00:00.000001Z", "type": "Warning",
+        "reportingController": "default-scheduler", "reportingInstance": "default-scheduler-mockgpu",
+        "action": "Scheduling", "reason": "FailedScheduling", "note": "0/4 nodes are available: 4 Insufficient gpu.",
+        "regarding": {"kind": "Pod", "name": "evented", "namespace": "default", "apiVersion": "v1"}})
+    try:
+        lines = newest.ok("events", "--for", "pod/evented").strip().splitlines()
+        assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+        assert len(lines) == 2 and "FailedScheduling" in lines[1] and "Pod/evented" in lines[1]
+        lines = newest.ok("events", "--types", "Normal").strip().splitlines()
+        assert all("evented" not in line for line in lines)
+        out = newest.ok("get", "events.events.k8s.io", "--field-selector", "regarding.name=evented", "-o", "json")
+        items = json.loads(out)["items"]
+        assert [i["note"] for i in items] == ["0/4 nodes are available: 4 Insufficient gpu."]
+        assert items[0]["apiVersion"] == "events.k8s.io/v1"
+    finally:
+        events.delete_namespaced_event("evented.1", "default")
+        api.close()
+
+
+@pytest.mark.parametrize("args", [("create", "pods"), ("delete", "nodes"), ("get", "/healthz"), ("*", "*")],
+                         ids=["create-pods", "delete-nodes", "non-resource", "everything"])
+def test_auth_can_i_answers_yes_for_the_cluster_token(newest, args):
+    r = newest("auth", "can-i", *args)
+    assert (r.returncode, r.stdout.strip()) == (0, "yes"), r.stderr
+
+
+# ---- small kubectl commands: get all, cluster-info, top, version --------------------------------------------
+
+def test_get_all_lists_pods_and_the_kubernetes_service(newest, core, request):
+    request.addfinalizer(lambda: _cleanup(core, "everything"))
+    newest.ok("create", "-f", "-", stdin=gpu_pod("everything", "1"))
+    out = newest.ok("get", "all")
+    assert re.search(r"^pod/everything\s+0/1\s+Pending", out, re.M)
+    assert re.search(r"^service/kubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443/TCP\s", out, re.M)
+
+
+def test_cluster_info_names_the_control_plane(newest, cluster):
+    out = newest.ok("cluster-info")
+    assert re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()[0] == f"Kubernetes control plane is running at {cluster.url}"
+
+
+def test_top_is_a_clean_error_without_a_metrics_api(newest):
+    r = newest("top", "nodes")
+    assert r.returncode == 1 and r.stderr.strip() == "error: Metrics API not available"
+
+
+def test_version_reports_the_modelled_server(newest):
+    from mockgpu.control.apiserver.discovery import GIT_VERSION
+
+    r = newest("version", "-o", "json")
+    assert r.returncode == 0 and "WARNING" not in r.stderr  # inside kubectl's supported version skew
+    assert json.loads(r.stdout)["serverVersion"]["gitVersion"] == GIT_VERSION
+
+
+def test_create_service_is_refused_cleanly(newest):
+    r = newest("create", "service", "clusterip", "web", "--tcp=80:80")
+    assert r.returncode == 1
+    assert r.stderr.strip().endswith('create is not supported on resources of kind "services"')
+
+
+def test_gated_pod_shows_scheduling_gated_until_its_gate_is_removed(newest, core, request):
+    request.addfinalizer(lambda: _cleanup(core, "gated"))
+    manifest = gpu_pod("gated", "1").replace("spec:\n", "spec:\n  schedulingGates:\n  - name: example.com/quota\n", 1)
+    newest.ok("create", "-f", "-", stdin=manifest)
+    assert newest.ok("get", "pod", "gated").splitlines()[1].split()[2] == "SchedulingGated"
+    r = newest("patch", "pod", "gated", "--type=json", "-p",
+               '[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"late"}}]')
+    assert r.returncode == 1 and "only deletion is allowed, but found new scheduling gate 'late'" in r.stderr
+    newest.ok("patch", "pod", "gated", "--type=json", "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')
+    assert core.read_namespaced_pod("gated", "default").spec.scheduling_gates is None
+
+
+@pytest.mark.parametrize(("args", "lines"), [
+    (("lease.spec",), ["GROUP:      coordination.k8s.io", "KIND:       Lease", "FIELD: spec <LeaseSpec>"]),
+    (("events", "--api-version=events.k8s.io/v1"), ["GROUP:      events.k8s.io", "KIND:       Event"]),
+    (("svc.spec.clusterIP",), ["KIND:       Service", "FIELD: clusterIP <string>"]),
+], ids=["lease", "events-k8s-io", "service"])
+def test_explain_named_group_kinds(newest, args, lines):
+    out = newest.ok("explain", *args).splitlines()
+    assert all(line in out for line in lines), out[:8]
+
+
+def test_apply_lease_with_unknown_field_is_refused_by_the_server(newest):
+    r = newest("apply", "-f", "-", stdin="apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: l2}\n"
+                                          "spec: {holderIdentity: me, bogus: 1}\n")
+    assert r.returncode == 1
+    assert ('Lease in version "v1" cannot be handled as a Lease: strict decoding error: unknown field "spec.bogus"'
+            in r.stderr)
+
+
+def test_auth_can_i_list_and_whoami(newest):
+    lines = newest.ok("auth", "can-i", "--list").strip().splitlines()
+    assert [line.split() for line in lines] == [["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"],
+                                                ["*.*", "[]", "[]", "[*]"], ["[*]", "[]", "[*]"]]
+    lines = newest.ok("auth", "whoami").strip().splitlines()
+    assert lines[1].split() == ["Username", "mockgpu-admin"]
+    assert lines[2].split(None, 1) == ["Groups", "[system:masters system:authenticated]"]

@@ -92,6 +92,24 @@ def test_node_registers_with_allocatable_from_its_plugin(core: client.CoreV1Api,
     assert "nvidia.com/gpu.product" in labels or "nvidia.com/mig.strategy" in labels
 
 
+@pytest.mark.parametrize("node", sorted(EXPECTED_ALLOCATABLE), ids=str)
+def test_node_lease_is_held_and_renewed_by_its_kubelet(cluster: EmbeddedCluster, node: str) -> None:
+    leases = client.CoordinationV1Api(cluster.api_client())
+    lease = wait_for(lambda: _lease(leases, node), what=f"lease of {node}")
+    assert (lease.spec.holder_identity, lease.spec.lease_duration_seconds) == (node, 40)
+    cluster.control_plane.kubelets[node]._wake.set()  # force a heartbeat instead of waiting 10 s
+    wait_for(lambda: _lease(leases, node).spec.renew_time > lease.spec.renew_time, what=f"{node} lease renewed")
+
+
+def _lease(api: client.CoordinationV1Api, node: str):  # noqa: ANN202
+    try:
+        return api.read_namespaced_lease(node, "kube-node-lease")
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def test_gfd_labels_of_the_shared_node(core: client.CoreV1Api) -> None:
     labels = core.read_node("shared-0").metadata.labels
     assert labels["nvidia.com/gpu.replicas"] == "4"

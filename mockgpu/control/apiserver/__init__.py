@@ -1,7 +1,10 @@
-"""An embedded Kubernetes-compatible API server (core/v1) that kubectl and the official client use unchanged.
+"""An embedded Kubernetes-compatible API server that kubectl and the official client use unchanged: core/v1,
+coordination.k8s.io/v1 Leases, events.k8s.io/v1 Events (a view of the core ones) and the self-reviews of
+authorization/authentication.k8s.io.
 
 ``server.APIServer`` runs it; ``store`` keeps objects in SQLite; ``app`` is the HTTP layer; the pure
-modules (``validation``, ``selectors``, ``patch``, ``tables``, ``discovery``, ``status``) model upstream.
+modules (``validation``, ``podupdate``, ``coordination``, ``eventsv1``, ``access``, ``selectors``, ``patch``,
+``tables``, ``discovery``, ``schemas``, ``status``) model upstream.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The HTTP face of the API server: kube-apiserver's URL layout, verbs, content types and responses.
 
-Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]`` plus discovery
-(``/api``, ``/api/v1``, ``/apis``, ``/version``), ``/openapi/v3`` and health checks. Request bodies may be
-JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON, or a ``meta.k8s.io/v1`` Table
-when the Accept header asks for one (kubectl get). Reading requests is ``request``; the verbs are in
-``handlers``; watches in ``watch``; logs in ``podlogs``.
+Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``, the same under
+``/apis/<group>/<version>`` for the named groups of ``discovery.GROUP_RESOURCES``, plus discovery
+(``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, ``/version``), ``/openapi/v3`` and health
+checks. Request bodies may be JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON,
+or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get). Reading requests is
+``request``; the verbs are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import discovery, openapi, protobuf
+from mockgpu.control.apiserver import access, discovery, eventsv1, openapi, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -68,10 +69,14 @@ class APIApp:
             simple = self._simple_get(path, accept)
             if simple is not None:
                 return simple
-            if path in ("/openapi/v3", "/openapi/v3/api/v1"):
+            if path == "/openapi/v3" or path.removeprefix("/openapi/v3/") in map(openapi.document_path,
+                                                                                   openapi.DOCUMENTED):
                 return await self._openapi_v3(path)
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
+        parts = path.split("/")[2:]  # /apis/<group>/<version>/...
+        if path.startswith("/apis/") and len(parts) > 2 and discovery.served("/".join(parts[:2])):
+            return await self._resource(request, parse_path(parts[2:], discovery.served("/".join(parts[:2]))))
         raise not_found_path()
 
     def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
@@ -91,6 +96,12 @@ class APIApp:
                 return json_response(discovery.aggregated_group_discovery(),
                                      content_type=discovery.AGGREGATED_CONTENT_TYPE)
             return json_response(discovery.api_group_list())
+        if path.startswith("/apis/"):
+            parts = path.split("/")[2:]
+            doc = discovery.api_group(parts[0]) if len(parts) == 1 else \
+                discovery.group_resource_list("/".join(parts)) if len(parts) == 2 else None
+            if doc is not None:
+                return json_response(doc)
         if path == "/openapi/v2":
             if "proto-openapi.spec.v2" in accept:
                 body = protobuf.openapi_v2_document("Kubernetes", discovery.GIT_VERSION)
@@ -107,7 +118,8 @@ class APIApp:
                 loop = asyncio.get_running_loop()
                 self._openapi = await loop.run_in_executor(None, lambda: {
                     "/openapi/v3": encode(openapi.openapi_v3_root()),
-                    "/openapi/v3/api/v1": encode(openapi.openapi_v3_core())})
+                    **{f"/openapi/v3/{openapi.document_path(gv)}": encode(openapi.openapi_v3_document(gv))
+                       for gv in openapi.DOCUMENTED}})
         return web.Response(body=self._openapi[path], content_type=JSON)
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
@@ -140,7 +152,9 @@ class APIApp:
             if verb == "update":
                 if not isinstance(body, dict):
                     raise st.bad_request("the object provided is unrecognized (must be an object)")
-                obj = self.api.update(t.info, ns, name, body, sub=t.sub, dry_run=dry_run, strict=strict)
+                new = self._stored_form(t.info, body, strict)
+                self._check_event_update(t.info, ns, name, new)
+                obj = self.api.update(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
             else:
                 obj = self._patch(request, t, body, dry_run, strict)
             return self._object_response(request, t.info, obj)
@@ -188,9 +202,16 @@ class APIApp:
             return json_response(st.success_status(), 201)
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
+        if t.info.kind in access.REVIEW_KINDS:
+            return json_response(access.answer(t.info.kind, body), 201)
         if not isinstance(body, dict):
             raise st.bad_request("the object provided is unrecognized (must be an object)")
-        obj = self.api.create(t.info, ns, body, dry_run=dry_run, strict=strict)
+        if t.info.group == "events.k8s.io":
+            errs = eventsv1.validate_create(body)
+            if errs:
+                meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+                raise st.invalid("Event", meta.get("name") or meta.get("generateName") or "", errs, "events.k8s.io")
+        obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict)
         return self._object_response(request, t.info, obj, 201)
 
     def _patch(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
@@ -200,10 +221,35 @@ class APIApp:
         if ctype not in PATCH_TYPES:
             raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
         ns, name = t.namespace or "", t.name or ""
-        current = self.api.get(t.info, ns, name)
+        current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
         check_type_meta_types(patched)
-        return self.api.patched(t.info, ns, name, patched, sub=t.sub, dry_run=dry_run, strict=strict)
+        new = self._stored_form(t.info, patched, strict)
+        self._check_event_update(t.info, ns, name, new)
+        return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
+
+    # ---- events.k8s.io: another view of the core events -------------------------------------------------
+
+    @staticmethod
+    def present(info: ResourceInfo, obj: Obj) -> Obj:
+        """An object as ``info``'s group serves it (events.k8s.io converts the stored core/v1 Event)."""
+        return eventsv1.from_core(obj) if info.group == "events.k8s.io" else obj
+
+    def _check_event_update(self, info: ResourceInfo, ns: str, name: str, new: Any) -> None:
+        if info.group == "events.k8s.io" and isinstance(new, dict):
+            errs = eventsv1.validate_update(new, self.api.get(info, ns, name))
+            if errs:
+                raise st.invalid("Event", name, errs, "events.k8s.io")
+
+    @staticmethod
+    def _stored_form(info: ResourceInfo, body: Any, strict: bool) -> Any:
+        if info.group != "events.k8s.io" or not isinstance(body, dict):
+            return body
+        unknown = eventsv1.unknown_fields(body) if strict else []
+        if unknown:
+            raise st.bad_request('Event in version "v1" cannot be handled as a Event: strict decoding error: '
+                                 + ", ".join(f'unknown field "{p}"' for p in unknown))
+        return eventsv1.to_core(body)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         raw = await request.read()
@@ -211,7 +257,7 @@ class APIApp:
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
         if t.info.plural in ("pods", "namespaces") or not removed:
-            return json_response(obj)
+            return json_response(self.present(t.info, obj))
         meta = obj["metadata"]
         return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))
 
@@ -231,7 +277,11 @@ class APIApp:
         from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
 
         labels = parse_label_selector(q.get("labelSelector", ""))
-        fields = parse_field_selector(q.get("fieldSelector", ""), info.kind)
+        text = q.get("fieldSelector", "")
+        if info.group == "events.k8s.io":
+            text = eventsv1.translate_field_selector(text)
+        fields = parse_field_selector(text, info.kind if info.group in ("", "events.k8s.io")  # core labels now
+                                      else f"{info.plural}.{info.group}")
 
         def matches(obj: Obj) -> bool:
             return labels.matches(obj["metadata"].get("labels") or {}) and fields.matches(obj)
@@ -263,7 +313,7 @@ class APIApp:
             out.setdefault("metadata", {}).update(meta)
             return json_response(out)
         return json_response({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
-                              "items": [_without_type_meta(o) for o in items]})
+                              "items": [_without_type_meta(self.present(info, o)) for o in items]})
 
     def _check_list_rv(self, q: Any) -> int:
         """List semantics of resourceVersion: unset/"0" → now; NotOlderThan a future version → 504;
@@ -287,7 +337,11 @@ class APIApp:
     def table(self, info: ResourceInfo, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
         from mockgpu.control.apiserver.tables import to_table
 
-        out = to_table(info.kind, items, include_object=q.get("includeObject", "Metadata"))
+        # printers read the stored form (one Event printer serves both groups, as upstream's internal type does)
+        out = to_table(info.plural, items, include_object=q.get("includeObject", "Metadata"))
+        if info.group == "events.k8s.io" and q.get("includeObject") == "Object":
+            for row, obj in zip(out["rows"], items, strict=True):
+                row["object"] = self.present(info, obj)
         if version != "v1":
             out["apiVersion"] = f"meta.k8s.io/{version}"
         return out
@@ -298,7 +352,7 @@ class APIApp:
             out = self.table(info, [obj], request.query, table)
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
-        return json_response(obj, status)
+        return json_response(self.present(info, obj), status)
 
 
 def _without_type_meta(obj: Obj) -> Obj:

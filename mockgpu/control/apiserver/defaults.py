@@ -1,7 +1,8 @@
 """Defaulting of created objects, as kube-apiserver's v1 defaulters and default admission plugins do.
 
 Covers ``SetDefaults_Pod``/``_Container``/``_NodeStatus``/``_Namespace``, the pod strategy's
-``PrepareForCreate`` (status reset to Pending with its QoS class), and the admission plugins that every
+``PrepareForCreate`` (status reset to Pending with its QoS class, and PodScheduled=False/SchedulingGated for a
+pod created with scheduling gates), and the admission plugins that every
 cluster runs: DefaultTolerationSeconds and Priority (no PriorityClasses: priority 0). Simplified: the
 ServiceAccount plugin only names the ``default`` account; it mounts no projected token volume.
 """
@@ -126,6 +127,10 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         add_default_tolerations(spec)
         pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
+        if spec.get("schedulingGates"):  # PrepareForCreate: applyWaitingForSchedulingGatesCondition
+            pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                            "lastTransitionTime": None, "reason": "SchedulingGated",
+                                            "message": "Scheduling is blocked due to non-empty scheduling gates"}]
     return pod
 
 

@@ -3,7 +3,8 @@
 kubectl and the Python client find resources through these documents, so their shape follows
 kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
-embedded server; ``/apis`` therefore lists no groups unless the server passes some in.
+embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
+Events over the core Event storage, and the self-reviews for ``kubectl auth can-i`` and ``whoami``).
 """
 
 from __future__ import annotations
@@ -76,9 +77,40 @@ RESOURCES: dict[str, ResourceInfo] = {
     "configmaps": ResourceInfo("configmaps", "configmap", "ConfigMap", True, _ALL, ("cm",)),
     "serviceaccounts": ResourceInfo("serviceaccounts", "serviceaccount", "ServiceAccount", True, _ALL, ("sa",)),
     "bindings": ResourceInfo("bindings", "binding", "Binding", True, ("create",)),
+    # read-only: only the ``kubernetes`` Service of ``default`` exists (see ``services``)
+    "services": ResourceInfo("services", "service", "Service", True, ("get", "list", "watch"), ("svc",), ("all",)),
 }
 
-KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()}
+#: named API groups, by "group/version": the resources each serves under ``/apis/<group>/<version>``
+GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
+    "coordination.k8s.io/v1": {
+        "leases": ResourceInfo("leases", "lease", "Lease", True, group="coordination.k8s.io")},
+    "events.k8s.io/v1": {  # the same objects as core/v1 events, converted (see ``eventsv1``)
+        "events": ResourceInfo("events", "event", "Event", True, short_names=("ev",), group="events.k8s.io")},
+    "authorization.k8s.io/v1": {
+        "selfsubjectaccessreviews": ResourceInfo("selfsubjectaccessreviews", "selfsubjectaccessreview",
+                                                 "SelfSubjectAccessReview", False, ("create",),
+                                                 group="authorization.k8s.io"),
+        "selfsubjectrulesreviews": ResourceInfo("selfsubjectrulesreviews", "selfsubjectrulesreview",
+                                                "SelfSubjectRulesReview", False, ("create",),
+                                                group="authorization.k8s.io")},
+    "authentication.k8s.io/v1": {
+        "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
+                                           ("create",), group="authentication.k8s.io")},
+}
+
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {"Lease": "leases"}
+
+
+def served(group_version: str) -> dict[str, ResourceInfo] | None:
+    """The resources of ``"v1"`` (core) or ``"<group>/<version>"``; None when that group-version is not served."""
+    return RESOURCES if group_version == "v1" else GROUP_RESOURCES.get(group_version)
+
+
+def stored_plurals() -> list[str]:
+    """Every store key that holds objects (events.k8s.io events share the core ``events`` key)."""
+    infos = [*RESOURCES.values(), *(i for gv in GROUP_RESOURCES.values() for i in gv.values())]
+    return sorted({i.plural for i in infos if i.namespaced and i.plural != "bindings"})
 
 
 def version_info(platform: str = "linux/amd64") -> dict[str, str]:
@@ -117,14 +149,37 @@ def api_resource_list_v1() -> dict[str, Any]:
     return {"kind": "APIResourceList", "groupVersion": "v1", "resources": sorted(resources, key=lambda e: e["name"])}
 
 
-def api_group_list(groups: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """``GET /apis`` (``APIGroupList``); the embedded server serves no named groups by default."""
+def api_group(group: str) -> dict[str, Any] | None:
+    """``GET /apis/<group>`` (``APIGroup``), or None when the group is not served."""
+    versions = [gv for gv in GROUP_RESOURCES if gv.split("/")[0] == group]
+    if not versions:
+        return None
+    entries = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+            "preferredVersion": entries[0]}
+
+
+def api_group_list(groups: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``GET /apis`` (``APIGroupList``): the served named groups."""
+    if groups is None:
+        names = dict.fromkeys(gv.split("/")[0] for gv in GROUP_RESOURCES)
+        groups = [{k: v for k, v in (api_group(n) or {}).items() if k not in ("kind", "apiVersion")} for n in names]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
+
+
+def group_resource_list(group_version: str) -> dict[str, Any] | None:
+    """``GET /apis/<group>/<version>`` (``APIResourceList``; unlike ``/api/v1`` it carries apiVersion)."""
+    resources = GROUP_RESOURCES.get(group_version)
+    if resources is None:
+        return None
+    entries = [e for info in resources.values() for e in _entries(info)]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": sorted(entries, key=lambda e: e["name"])}
 
 
 def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "resource": info.plural, "responseKind": {"group": "", "version": info.version, "kind": info.kind},
+        "resource": info.plural, "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
         "scope": "Namespaced" if info.namespaced else "Cluster", "singularResource": info.singular,
         "verbs": list(info.verbs)}
     if info.short_names:
@@ -147,8 +202,15 @@ def aggregated_core_discovery() -> dict[str, Any]:
 
 
 def aggregated_group_discovery() -> dict[str, Any]:
-    """``GET /apis`` with the aggregated-discovery Accept header: no named groups."""
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []}
+    """``GET /apis`` with the aggregated-discovery Accept header: every served named group."""
+    items: dict[str, dict[str, Any]] = {}
+    for gv, resources in GROUP_RESOURCES.items():
+        group, version = gv.split("/")
+        item = items.setdefault(group, {"metadata": {"name": group, "creationTimestamp": None}, "versions": []})
+        item["versions"].append({"version": version, "freshness": "Current",
+                                 "resources": [_aggregated_resource(resources[n]) for n in sorted(resources)]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": list(items.values())}
 
 
 def wants_aggregated(accept: str) -> bool:
@@ -169,102 +231,3 @@ def resource_for(name: str) -> ResourceInfo | None:
         if lowered in (info.plural, info.singular, info.kind.lower()) or lowered in info.short_names:
             return info
     return None
-
-
-# ---- OpenAPI v3 component schemas (for ``kubectl explain`` and kubectl's patch computation) ---------------------
-
-_META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
-               "StatusCause", "Time", "MicroTime"}
-_PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
-            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding"}
-#: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say
-PATCH_META: dict[tuple[str, str], tuple[str, str]] = {
-    ("V1ObjectMeta", "ownerReferences"): ("uid", "merge"), ("V1ObjectMeta", "finalizers"): ("", "merge"),
-    **{("V1PodSpec", f): ("name", "merge") for f in ("containers", "initContainers", "ephemeralContainers",
-                                                       "imagePullSecrets", "schedulingGates")},
-    ("V1PodSpec", "volumes"): ("name", "merge,retainKeys"),
-    ("V1PodSpec", "resourceClaims"): ("name", "merge,retainKeys"),
-    ("V1PodSpec", "hostAliases"): ("ip", "merge"), ("V1PodSpec", "topologySpreadConstraints"): ("topologyKey", "merge"),
-    **{(c, f): (k, "merge") for c in ("V1Container", "V1EphemeralContainer")
-       for f, k in (("ports", "containerPort"), ("env", "name"), ("volumeMounts", "mountPath"),
-                    ("volumeDevices", "devicePath"))},
-    ("V1PodStatus", "conditions"): ("type", "merge"), ("V1PodStatus", "podIPs"): ("ip", "merge"),
-    ("V1PodStatus", "hostIPs"): ("ip", "merge"), ("V1NodeStatus", "conditions"): ("type", "merge"),
-    ("V1NodeStatus", "addresses"): ("type", "merge"), ("V1NodeSpec", "podCIDRs"): ("", "merge"),
-    ("V1ServiceAccount", "secrets"): ("name", "merge"),
-}
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-_QUANTITY_MAPS = {"limits", "requests", "capacity", "allocatable", "overhead", "hard", "used"}
-_PRIMITIVES = {"str": {"type": "string"}, "int": {"type": "integer", "format": "int64"}, "bool": {"type": "boolean"},
-               "float": {"type": "number", "format": "double"}, "datetime": {"type": "string", "format": "date-time"},
-               "date": {"type": "string", "format": "date"}, "object": {"type": "object"},
-               "bytes": {"type": "string", "format": "byte"}, "bytearray": {"type": "string", "format": "byte"}}
-
-
-def schema_name(model: str) -> str:
-    """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
-    short = model.removeprefix("CoreV1").removeprefix("V1")
-    if short in _META_TYPES:
-        return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
-    return f"io.k8s.api.core.v1.{short}"
-
-
-def _type_schema(t: str, todo: list[str]) -> dict[str, Any]:
-    t = t.strip()
-    if t.startswith("List[") and t.endswith("]"):
-        return {"type": "array", "items": _type_schema(t[5:-1], todo)}
-    if t.startswith("Dict[") and t.endswith("]"):
-        return {"type": "object", "additionalProperties": _type_schema(t[5:-1].split(",", 1)[1], todo)}
-    if t in _PRIMITIVES:
-        return dict(_PRIMITIVES[t])
-    todo.append(t)
-    return {"$ref": f"#/components/schemas/{schema_name(t)}"}
-
-
-def _describe(model: Any) -> str:
-    doc = (model.__doc__ or "").split("Attributes:")[0]
-    return " ".join(doc.split())
-
-
-def component_schemas() -> dict[str, Any]:
-    """Schemas of the served kinds and everything they contain, built from the official Python client's models
-    (names, types, descriptions), with the patch merge keys of :data:`PATCH_META`. Cached after the first call."""
-    global _SCHEMAS_CACHE
-    if _SCHEMAS_CACHE is not None:
-        return _SCHEMAS_CACHE
-    from kubernetes.client import models
-    todo = list(_PY_KIND.values())
-    out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
-        "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
-        "(decimal SI, binary SI or exponent form).")}}
-    while todo:
-        name = todo.pop()
-        model = getattr(models, name, None)
-        if model is None or schema_name(name) in out:
-            continue
-        props: dict[str, Any] = {}
-        fields = getattr(model, "model_fields", {})
-        for attr, typ in model.openapi_types.items():
-            json_name = model.attribute_map[attr]
-            prop = _type_schema(typ, todo)
-            if json_name in _QUANTITY_MAPS and prop.get("additionalProperties") == {"type": "string"}:
-                prop["additionalProperties"] = {"$ref": f"#/components/schemas/{QUANTITY}"}
-            desc = getattr(fields.get(attr), "description", None)
-            if desc:
-                prop = ({"allOf": [prop]} if "$ref" in prop else prop) | {"description": desc}
-            key, strategy = PATCH_META.get((name, json_name), (None, None))
-            if strategy:
-                prop["x-kubernetes-patch-strategy"] = strategy
-                if key:
-                    prop["x-kubernetes-patch-merge-key"] = key
-            props[json_name] = prop
-        schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
-        kind = next((k for k, py in _PY_KIND.items() if py == name), None)
-        if kind:
-            schema["x-kubernetes-group-version-kind"] = [{"group": "", "kind": kind, "version": "v1"}]
-        out[schema_name(name)] = schema
-    _SCHEMAS_CACHE = out
-    return out
-
-
-_SCHEMAS_CACHE: dict[str, Any] | None = None

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
+from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo, stored_plurals
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
-from mockgpu.control.apiserver.validation import default_and_validate
+from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
 STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -112,6 +112,8 @@ class ResourceAPI:
         if info.namespaced and meta.get("namespace") not in (None, "", ns):
             raise st.bad_request("the namespace of the provided object does not match the namespace sent on the "
                                  "request")
+        check_type_meta(info.kind, body)  # the body is decoded before the store is asked (400 before 409)
+        check_decode(info.kind, body)
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)
@@ -213,7 +215,7 @@ class ResourceAPI:
 
     def _delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
-        for plural in [p for p, info in RESOURCES.items() if info.namespaced]:
+        for plural in stored_plurals():
             for obj in list(self.store.list(plural, ns)):
                 self.store.delete(plural, obj)
 

@@ -5,7 +5,7 @@ where the kit's objects nest, and ``ANY`` for sub-trees the server only stores (
 most of status). Simplified against upstream: those ``ANY`` sub-trees are neither type-checked nor checked
 for unknown fields. The OpenAPI v3 document advertises ``fieldValidation`` on each kind's PATCH (so kubectl
 validates on the server) and carries component schemas built from the official Python client's models
-(``discovery.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
+(``schemas.component_schemas``: descriptions for ``kubectl explain``, merge keys for ``kubectl apply``);
 that field set is the client's, which may be newer than the Kubernetes version the server reports.
 """
 
@@ -16,12 +16,13 @@ import hashlib
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.discovery import GIT_VERSION, RESOURCES, component_schemas
+from mockgpu.control.apiserver.discovery import GIT_VERSION, GROUP_RESOURCES, RESOURCES
+from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, component_schemas
 
 ANY: Any = None
 MAP = "map[string]string"  # labels, annotations, data
 QTY = "map[string]resource.Quantity"  # limits, requests, capacity
-S, INT, B, SL = "string", "int64", "bool", "[]string"
+S, INT, INT32, B, SL = "string", "int64", "int32", "bool", "[]string"
 OPEN = "__open__"  # an object whose other fields are not checked (status sub-trees)
 GO = "__go__"  # the Go type name, for decode error messages
 
@@ -76,6 +77,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                   metadata=OBJECT_META, involvedObject=_OBJECT_REF,
                   source=_obj(component=S, host=S, __go__="EventSource"), __go__="Event"),
     "Binding": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, target=_OBJECT_REF, __go__="Binding"),
+    "Lease": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        holderIdentity=S, leaseDurationSeconds=INT32, acquireTime=S, renewTime=S, leaseTransitions=INT32,
+        strategy=S, preferredHolder=S, __go__="LeaseSpec"), __go__="Lease"),
 }
 
 
@@ -124,7 +128,10 @@ def _types(schema: Any, value: Any, go: str, struct: str, path: str) -> str | No
         return None
     expected, ok = _expected(schema, value)
     if not ok:
-        return (f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{path} of type {expected}"
+        got = json_kind(value)
+        if got == "number" and expected in (INT, INT32):  # Go names the literal it could not fit
+            got = f"number {json.dumps(value)}"
+        return (f"json: cannot unmarshal {got} into Go struct field {struct}.{path} of type {expected}"
                 if path else f"json: cannot unmarshal {json_kind(value)} into Go value of type v1.{go}")
     if isinstance(schema, list):
         for item in value:
@@ -149,8 +156,9 @@ def _expected(schema: Any, value: Any) -> tuple[str, bool]:
         return f"v1.{schema.get(GO, 'Object')}", isinstance(value, dict)
     if schema == S:
         return "string", isinstance(value, str)
-    if schema == INT:
-        return "int64", isinstance(value, int) and not isinstance(value, bool)
+    if schema in (INT, INT32):
+        bound = 2**31 if schema == INT32 else 2**63
+        return schema, isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
     if schema == B:
         return "bool", isinstance(value, bool)
     if schema == SL:
@@ -169,30 +177,54 @@ _FIELD_VALIDATION_PARAM = {
 }
 
 
-def _path_for(plural: str, namespaced: bool) -> str:
-    return f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced else f"/api/v1/{plural}/{{name}}"
+def _path_for(prefix: str, plural: str, namespaced: bool) -> str:
+    return f"/{prefix}/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced else f"/{prefix}/{plural}/{{name}}"
 
 
 def openapi_v3_core() -> dict[str, Any]:
     """``GET /openapi/v3/api/v1``: each kind's item path with PATCH accepting ``fieldValidation``, and schemas."""
+    return openapi_v3_document("v1")
+
+
+def openapi_v3_document(group_version: str) -> dict[str, Any]:
+    """``GET /openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``: each kind's item path (GET, and
+    PATCH accepting ``fieldValidation``) and the schemas (for ``kubectl explain``)."""
     paths: dict[str, Any] = {}
-    for plural, info in RESOURCES.items():
-        if "patch" not in info.verbs:
+    resources = RESOURCES if group_version == "v1" else GROUP_RESOURCES[group_version]
+    prefix = "api/v1" if group_version == "v1" else f"apis/{group_version}"
+    for plural, info in resources.items():
+        if "get" not in info.verbs:
             continue
-        gvk = {"group": "", "version": "v1", "kind": info.kind}
-        op = {"operationId": f"patch{'Namespaced' if info.namespaced else ''}{info.kind}",
-              "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
-              "parameters": [_FIELD_VALIDATION_PARAM], "responses": {"200": {"description": "OK"}}}
-        paths[_path_for(plural, info.namespaced)] = {"patch": op}
+        gvk = {"group": info.group, "version": "v1", "kind": info.kind}
+        ops: dict[str, Any] = {}
+        for verb in ("get", "patch"):  # kubectl explain finds a kind by its path; apply reads fieldValidation
+            if verb in info.verbs:
+                ops[verb] = {"operationId": f"{'read' if verb == 'get' else verb}"
+                                            f"{'Namespaced' if info.namespaced else ''}{info.kind}",
+                             "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk,
+                             "responses": {"200": {"description": "OK"}}}
+        if "patch" in ops:
+            ops["patch"]["parameters"] = [_FIELD_VALIDATION_PARAM]
+        paths[_path_for(prefix, plural, info.namespaced)] = ops
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
-            "components": {"schemas": component_schemas()}}
+            "components": {"schemas": component_schemas(group_version)}}
+
+
+#: the group-versions with an OpenAPI v3 document (those whose kinds the official client models)
+DOCUMENTED = ("v1", *GROUP_PY_KINDS)
 
 
 @functools.cache
-def _digest() -> str:
-    return hashlib.sha512(json.dumps(openapi_v3_core(), sort_keys=True).encode()).hexdigest().upper()[:128]
+def _digest(group_version: str) -> str:
+    doc = openapi_v3_document(group_version)
+    return hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()[:128]
+
+
+def document_path(group_version: str) -> str:
+    return "api/v1" if group_version == "v1" else f"apis/{group_version}"
 
 
 def openapi_v3_root() -> dict[str, Any]:
     """``GET /openapi/v3``: where each group-version's document is, with a content hash as upstream."""
-    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={_digest()}"}}}
+    return {"paths": {document_path(gv): {"serverRelativeURL": f"/openapi/v3/{document_path(gv)}?hash={_digest(gv)}"}
+                      for gv in DOCUMENTED}}

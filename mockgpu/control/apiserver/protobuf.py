@@ -3,8 +3,9 @@
 kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``) send
 ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` and a ``runtime.Unknown`` envelope whose
 ``raw`` field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the
-fields of ConfigMap, Namespace, ServiceAccount and ObjectMeta that a client sets on create are decoded;
-other kinds are 415 (responses are always JSON, which every client also accepts).
+fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1) and
+ObjectMeta that a client sets on create are decoded; other kinds are 415 (responses are always JSON, which
+every client also accepts).
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ _KINDS: dict[str, dict[int, tuple[str, Any]]] = {
     "Namespace": {1: ("metadata", _META), 2: ("spec", {1: ("finalizers", "strs")})},
     "ServiceAccount": {1: ("metadata", _META), 3: ("imagePullSecrets", [{1: ("name", "str")}]),
                        4: ("automountServiceAccountToken", "bool")},
+    # k8s.io/api/authorization/v1 (kubectl auth can-i); field/label selector attributes are not decoded
+    "SelfSubjectAccessReview": {1: ("metadata", _META), 2: ("spec", {
+        1: ("resourceAttributes", {1: ("namespace", "str"), 2: ("verb", "str"), 3: ("group", "str"),
+                                   4: ("version", "str"), 5: ("resource", "str"), 6: ("subresource", "str"),
+                                   7: ("name", "str")}),
+        2: ("nonResourceAttributes", {1: ("path", "str"), 2: ("verb", "str")})})},
+    "SelfSubjectRulesReview": {1: ("metadata", _META), 2: ("spec", {1: ("namespace", "str")})},
+    "SelfSubjectReview": {1: ("metadata", _META)},  # authentication/v1 (kubectl auth whoami)
 }
 
 

@@ -40,18 +40,20 @@ class Target:
     watch: bool  # the legacy /watch/ prefix
 
 
-def parse_path(parts: list[str]) -> Target:
-    """``parts`` after ``/api/v1``; a 404 Status for anything that is not a served resource."""
+def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = None) -> Target:
+    """``parts`` after ``/api/v1`` (or ``/apis/<group>/<version>`` with that group's ``resources``); a 404
+    Status for anything that is not a served resource."""
+    resources = RESOURCES if resources is None else resources
     watch = bool(parts) and parts[0] == "watch"
     if watch:
         parts = parts[1:]
-    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in RESOURCES and RESOURCES[parts[2]].namespaced:
+    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in resources and resources[parts[2]].namespaced:
         ns, rest = parts[1], parts[2:]
     else:
         ns, rest = None, parts
-    if not rest or rest[0] not in RESOURCES or len(rest) > 3 or any(p == "" for p in parts):
+    if not rest or rest[0] not in resources or len(rest) > 3 or any(p == "" for p in parts):
         raise not_found_path()
-    info = RESOURCES[rest[0]]
+    info = resources[rest[0]]
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else None
     if sub is not None and sub not in {s.name for s in info.subresources}:

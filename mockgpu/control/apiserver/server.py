@@ -25,6 +25,7 @@ from aiohttp import web
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.services import ensure_kubernetes_service
 from mockgpu.control.apiserver.store import Store
 from mockgpu.errors import MockgpuError
 
@@ -97,6 +98,7 @@ class APIServer:
             await self._runner.setup()
             self.port = await self._bind(self.port)
             self.http.address = f"127.0.0.1:{self.port}"
+            ensure_kubernetes_service(self.http.api, self.port)
             endpoint = {"pid": os.getpid(), "port": self.port, "url": self.url, "mode": self.mode}
             tmp = self.state_dir / (ENDPOINT_NAME + ".tmp")
             tmp.write_text(json.dumps(endpoint))

@@ -1,7 +1,7 @@
 """Server-side ``meta.k8s.io/v1`` Tables, as kube-apiserver's printers build them for ``kubectl get``.
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
-namespaces, configmaps, serviceaccounts); like the real server every table is generated "wide", and
+namespaces, configmaps, serviceaccounts, services, leases); like the real server every table is generated "wide", and
 kubectl hides priority-1 columns unless ``-o wide``. Other resources get upstream's default table
 (Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
@@ -275,6 +275,38 @@ CONFIGMAP_COLUMNS = [NAME, _col("Data", "Data contains the configuration data. E
                                         "alphanumeric characters, '-', '_' or '.'."), AGE]
 SERVICEACCOUNT_COLUMNS = [NAME, _col("Secrets", "Secrets is a list of the secrets in the same namespace that pods "
                                                 "running using this ServiceAccount are allowed to use."), AGE]
+SERVICE_COLUMNS = [
+    NAME, _col("Type", "type determines how the Service is exposed. Defaults to ClusterIP."),
+    _col("Cluster-IP", "clusterIP is the IP address of the service and is usually assigned randomly."),
+    _col("External-IP", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept "
+                        "traffic for this service."),
+    _col("Port(s)", "The list of ports that are exposed by this service."), AGE,
+    _col("Selector", "Route service traffic to pods with label keys and values matching this selector.", 1)]
+
+
+def _service_ports(ports: list[dict[str, Any]]) -> str:
+    """upstream ``makePortString``: 443/TCP, with the node port for NodePort services (80:30080/TCP)."""
+    out = []
+    for p in ports:
+        proto = p.get("protocol") or "TCP"
+        out.append(f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort") else f"{p.get('port')}/{proto}")
+    return ",".join(out) or "<none>"
+
+
+def service_row(svc: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec = svc.get("spec") or {}
+    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    external = ",".join(spec.get("externalIPs") or [i.get("ip") or i.get("hostname", "") for i in ingress])
+    if not external:
+        external = "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+    selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items())) or "<none>"
+    return {"cells": [_meta(svc).get("name", ""), spec.get("type", ""), spec.get("clusterIP") or "<none>", external,
+                      _service_ports(spec.get("ports") or []), since(_meta(svc).get("creationTimestamp"), now),
+                      selector]}
+
+
+LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
+                 AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
 
 
@@ -291,6 +323,8 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "namespaces": (NAMESPACE_COLUMNS, _named(lambda o: [(o.get("status") or {}).get("phase", "")])),
     "configmaps": (CONFIGMAP_COLUMNS, _named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})])),
     "serviceaccounts": (SERVICEACCOUNT_COLUMNS, _named(lambda o: [len(o.get("secrets") or [])])),
+    "services": (SERVICE_COLUMNS, service_row),
+    "leases": (LEASE_COLUMNS, _named(lambda o: [(o.get("spec") or {}).get("holderIdentity") or ""])),
 }
 
 

@@ -4,8 +4,7 @@
 decode error), strict unknown-field rejection, defaults, then field validation collected into one 422
 ``Invalid`` Status whose causes carry upstream's field paths and texts (``pkg/apis/core/validation``),
 including the "Schedule GPUs" rules for extended resources. Validation of sub-trees the kit never uses
-(volumes, probes, affinity, security contexts) is left out; so is the diff that upstream appends to the
-"pod updates may not change fields" message.
+(volumes, probes, affinity, security contexts) is left out. Pod spec updates are ``podupdate``.
 """
 
 from __future__ import annotations
@@ -14,13 +13,13 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.control.apiserver import defaults, names, openapi
+from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi
+from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
     StatusError,
     bad_request,
     field_duplicate,
-    field_forbidden,
     field_invalid,
     field_not_supported,
     field_required,
@@ -30,12 +29,10 @@ from mockgpu.control.apiserver.status import (
 from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
-              "Node": False, "Namespace": False}
+              "Node": False, "Namespace": False, "Lease": True, "Service": True}
+#: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
+API_VERSIONS = {"Lease": "coordination.k8s.io/v1"}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-_POD_UPDATE_MSG = ("pod updates may not change fields other than `spec.containers[*].image`,"
-                   "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
-                   "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
-                   "(allow it to be set to 1 if it was previously negative)")
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
 
@@ -53,7 +50,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
             raise _decode_error(kind, "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
     check_decode(kind, obj)
     obj = copy.deepcopy(obj)
-    obj["apiVersion"], obj["kind"] = "v1", kind
+    obj["apiVersion"], obj["kind"] = API_VERSIONS.get(kind, "v1"), kind
     for key in ("metadata", "spec", "status"):
         if key in obj and obj[key] is None:
             del obj[key]  # JSON null is an absent field
@@ -69,7 +66,8 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     obj = _apply_defaults(kind, obj, old, subresource)
     errs = validate(kind, obj, old)
     if errs:
-        raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs)
+        raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs,
+                      API_VERSIONS.get(kind, "v1").rpartition("/")[0])
     return obj
 
 
@@ -81,6 +79,8 @@ _REGISTERED = {
            "ResourceQuota", "PodTemplate", "ComponentStatus"},
     "apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ControllerRevision"},
     "batch/v1": {"Job", "CronJob"},
+    "coordination.k8s.io/v1": {"Lease"},
+    "events.k8s.io/v1": {"Event"},
 }
 
 
@@ -94,24 +94,29 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
             raise bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
                               f"version/kind; json parse error: json: cannot unmarshal {openapi.json_kind(obj[key])} "
                               f"into Go struct field .{key} of type string")
-    api_version, body_kind = obj.get("apiVersion") or "v1", obj.get("kind") or kind
-    if api_version == "v1" and body_kind == kind:
+    served = API_VERSIONS.get(kind, "v1")
+    api_version, body_kind = obj.get("apiVersion") or served, obj.get("kind") or kind
+    if api_version == served and body_kind == kind:
         return
     version = api_version.rsplit("/", 1)[-1]
     prefix = f'{body_kind} in version "{version}" cannot be handled as a {kind}: '
     if body_kind not in _REGISTERED.get(api_version, set()):
         raise bad_request(prefix + f'no kind "{body_kind}" is registered for version "{api_version}" in scheme '
                                    f'"{_SCHEME}"')
-    raise bad_request(prefix + f"converting ({version}.{body_kind}) to (core.{kind}): unknown conversion")
+    internal = served.split(".")[0] if "/" in served else "core"
+    raise bad_request(prefix + f"converting ({version}.{body_kind}) to ({internal}.{kind}): unknown conversion")
 
 
 def _decode_error(kind: str, detail: str) -> StatusError:
-    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')
+    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')  # v1 in every group
 
 
 def check_decode(kind: str, obj: dict[str, Any]) -> None:
     """What JSON decoding into the Go types refuses: values of the wrong JSON type, malformed quantities."""
     err = openapi.type_error(kind, obj)
+    if err:
+        raise _decode_error(kind, err)
+    err = microtime.decode_error(kind, obj)
     if err:
         raise _decode_error(kind, err)
     for qty in _quantities(kind, obj):
@@ -180,6 +185,7 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
         return obj
     if kind == "Namespace":
         return defaults.default_namespace(obj)
+    microtime.normalize(kind, obj)
     return obj
 
 
@@ -191,7 +197,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) 
     if old is not None:
         errs += names.validate_meta_update(obj.get("metadata") or {}, old.get("metadata") or {})
     errs += {"Pod": validate_pod, "Node": validate_node, "ConfigMap": validate_configmap,
-             "Binding": validate_binding, "Event": validate_event}.get(kind, lambda o: [])(obj)
+             "Binding": validate_binding, "Event": validate_event, "Lease": coordination.validate_lease}.get(
+                 kind, lambda o: [])(obj)
     if kind == "Pod" and old is not None:
         errs += validate_pod_update(obj, old)
     return errs
@@ -297,30 +304,6 @@ def validate_toleration(t: dict[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Spec is immutable except images, activeDeadlineSeconds, and added tolerations."""
-    a, b = copy.deepcopy(new.get("spec") or {}), copy.deepcopy(old.get("spec") or {})
-    for key in ("containers", "initContainers"):
-        for c_new, c_old in zip(a.get(key) or [], b.get(key) or [], strict=False):
-            if isinstance(c_new, dict) and isinstance(c_old, dict):
-                c_new["image"] = c_old.get("image")
-    old_ads, new_ads = b.get("activeDeadlineSeconds"), a.get("activeDeadlineSeconds")
-    errs: list[FieldError] = []
-    if new_ads is None and old_ads is not None or (old_ads is not None and new_ads is not None and new_ads > old_ads):
-        errs.append(field_invalid("spec.activeDeadlineSeconds", new_ads,
-                                  "must be less than or equal to previous value"))
-    _copy_key(a, b, "activeDeadlineSeconds")
-    old_tol, new_tol = b.get("tolerations") or [], a.get("tolerations") or []
-    if all(t in new_tol for t in old_tol):
-        _copy_key(a, b, "tolerations")
-    for c in (a.get("containers") or []) + (a.get("initContainers") or []):
-        if isinstance(c, dict) and not c.get("image"):
-            return errs
-    if a != b:
-        errs.append(field_forbidden("spec", _POD_UPDATE_MSG))
-    return errs
-
-
 def validate_resources(res: dict[str, Any], path: str) -> list[FieldError]:
     """upstream ``ValidateResourceRequirements``: names, non-negative, extended integers and request == limit."""
     errs: list[FieldError] = []
@@ -373,13 +356,6 @@ def _resource_value(rname: str, raw: Any, path: str) -> list[FieldError]:
     if is_extended(rname) and milli_value(raw) % 1000 != 0:
         errs.append(field_invalid(path, canonical(raw), "must be an integer"))
     return errs
-
-
-def _copy_key(dst: dict[str, Any], src: dict[str, Any], key: str) -> None:
-    if key in src:
-        dst[key] = src[key]
-    else:
-        dst.pop(key, None)
 
 
 def validate_node(node: dict[str, Any]) -> list[FieldError]:

@@ -167,6 +167,8 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     def line(typ: str, obj: Obj) -> bytes:
         if table and typ in ("ADDED", "MODIFIED", "DELETED"):
             obj = app.table(info, [obj], q, table)
+        elif typ != "BOOKMARK":
+            obj = app.present(info, obj)
         return encode({"type": typ, "object": obj}) + b"\n"
 
     try:

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ from mockgpu.gpu.driver import write_node_driver
 from mockgpu.gpu.state import DeviceAllocation, StateInputs
 
 log = logging.getLogger(__name__)
+NODE_LEASE_NAMESPACE = "kube-node-lease"  # upstream's node lease: name = node, renewed with the status
+NODE_LEASE_SECONDS = 40  # upstream nodeLeaseDurationSeconds
 SOCKET_BUDGET = 107 - 40  # sun_path limit minus room for the longest plugin socket name
 
 
@@ -122,6 +125,7 @@ class Kubelet:
 
         api = self._api_client if isinstance(self._api_client, client.ApiClient) else self._api_client()
         self.core = client.CoreV1Api(api)
+        self.leases = client.CoordinationV1Api(api)
         self.events = EventRecorder(self.core, self.name)
         if self.has_gpus:
             self.publisher = GpuStatePublisher(self.core, self.name, self.driver_dir, inputs=self.state_inputs,
@@ -205,6 +209,21 @@ class Kubelet:
                 return
             raise
         self.posted_allocatable = allocatable
+        self._renew_lease()
+
+    def _renew_lease(self) -> None:
+        """Renew the node's Lease in kube-node-lease, as the kubelet's node-lease controller does."""
+        from kubernetes.client.exceptions import ApiException
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime: six fractional digits
+        body: dict[str, Any] = {"spec": {"holderIdentity": self.name, "leaseDurationSeconds": NODE_LEASE_SECONDS,
+                                         "renewTime": now}}
+        try:
+            self.leases.patch_namespaced_lease(self.name, NODE_LEASE_NAMESPACE, body)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body["metadata"] = {"name": self.name, "namespace": NODE_LEASE_NAMESPACE}
+            self.leases.create_namespaced_lease(NODE_LEASE_NAMESPACE, body)
 
     def _status_loop(self) -> None:
         while not self._stop.is_set() and not self.node_gone:
