@@ -54,14 +54,6 @@ def chips_outside_their_tile(cmap) -> list[str]:
     })""")
 
 
-def xfail_if_chips_spill(cmap) -> None:
-    """Last check of a cluster map: every pod chip inside its tile. Called after all other checks passed,
-    so a drawing bug in the widget is reported as xfail, naming the pods, not hidden and not red."""
-    spill = chips_outside_their_tile(cmap)
-    if spill:
-        pytest.xfail(f"pod chips drawn outside their GPU tile: {spill}")
-
-
 def check_lab01(page) -> None:
     """Lab 01: 8 GPUs on 4 nodes as cards and tiles; the 4-GPU pod's FailedScheduling line in the inspector;
     at the end two 2-GPU workers drawn on the tiles the device plugin gave them."""
@@ -77,7 +69,7 @@ def check_lab01(page) -> None:
     expect(failed).to_contain_text("FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
                                    timeout=30_000)
     docs_screenshot(cmap, "cluster-map.png")
-    xfail_if_chips_spill(cmap)
+    assert not chips_outside_their_tile(cmap)  # a chip once spilled out of its tile (fixed in render.py)
 
 
 def check_lab07(page) -> None:
@@ -165,7 +157,7 @@ def test_cluster_map_and_pod_inspector_render_in_jupyterlab(lab_server, page):
                                                                       timeout=30_000)
         if not LabCase("01-*.ipynb", check_lab01).notebook():  # lab 01's map is the better picture
             docs_screenshot(cmap, "cluster-map.png")
-        xfail_if_chips_spill(cmap)
+        assert not chips_outside_their_tile(cmap)
     finally:
         page.screenshot(path=str(artifacts_dir() / "widget-smoke.png"))
         lab_server.shutdown_kernels()
