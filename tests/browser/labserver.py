@@ -102,7 +102,7 @@ class LabServer:
         env["JUPYTER_PREFER_ENV_PATH"] = "1"  # the kernel spec of this interpreter's env, not ~/.local
         env["JUPYTER_TOKEN"] = self.token  # not on the command line, where `ps` would show it
         env.pop("JUPYTER_PATH", None)
-        env["MOCKGPU_HOME"] = str(self.home / "mockgpu")  # clusters the labs start live in tmp, not ~/.mockgpu
+        env["MOCKGPU_HOME"] = str(self.mockgpu_home)  # clusters the labs start live in tmp, not ~/.mockgpu
         env.pop("MOCKGPU_KUBECONFIG", None)  # labs start their own embedded cluster, never the user's
         return env
 
@@ -155,20 +155,33 @@ class LabServer:
         except OSError:
             return "(no log)"
 
-    def kernel_pids(self) -> list[int]:
-        """Processes whose command line names a connection file in this server's runtime dir: its kernels."""
-        marker = str(self.runtime_dir)
+    @property
+    def mockgpu_home(self) -> Path:
+        return self.home / "mockgpu"
+
+    def _pids(self, match) -> list[int]:
         pids = []
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
             try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
+                if match(entry):
+                    pids.append(int(entry.name))
+            except OSError:  # gone, or not ours to read
                 continue
-            if marker in cmd and int(entry.name) != os.getpid():
-                pids.append(int(entry.name))
         return pids
+
+    def kernel_pids(self) -> list[int]:
+        """Processes whose command line names a connection file in this server's runtime dir: its kernels."""
+        marker = str(self.runtime_dir).encode()
+        return self._pids(lambda e: marker in (e / "cmdline").read_bytes())
+
+    def workload_pids(self) -> list[int]:
+        """Processes that inherited this server's MOCKGPU_HOME: the server, its kernels and whatever the labs'
+        clusters started (workload containers run in sessions of their own; the kubelet passes MOCKGPU_*
+        variables through to them)."""
+        marker = f"MOCKGPU_HOME={self.mockgpu_home}".encode()
+        return self._pids(lambda e: marker in (e / "environ").read_bytes().split(b"\0"))
 
     def shutdown_kernels(self) -> None:
         """Ask the server to shut every kernel down (what closing a notebook with "shut down kernel" does)."""
@@ -190,7 +203,9 @@ class LabServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-        for pid in self.kernel_pids():  # kernels run in sessions of their own; end any left, by pid
+        # kernels and workloads run in sessions of their own; end any left (a lab that failed before its
+        # lab.close()), by pid
+        for pid in self.kernel_pids() + self.workload_pids():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
