@@ -120,7 +120,12 @@ def _uuid_in_log(text: str) -> str | None:
 
 
 BLAST = {
-    "time-slicing": ("shared-0", "nvidia.com/gpu", ["--kv-step", "1GiB"], ["--retry-alloc", "2GiB"]),
+    # The neighbours die only if they retry while the greedy pod's free memory is below their 2 GiB but above
+    # its own step (once the greedy pod itself runs out it exits and frees everything): 256 MiB steps every
+    # 40 ms keep that window open ~7 steps (~280 ms), several of the neighbours' 50 ms retries even on a busy
+    # machine. With 1 GiB steps it was one 20 ms step, and a loaded CI machine missed it.
+    "time-slicing": ("shared-0", "nvidia.com/gpu", ["--kv-step", "256MiB", "--interval", "0.04"],
+                     ["--retry-alloc", "2GiB"]),
     "mig": ("mig-0", "nvidia.com/mig-1g.10gb", ["--kv-step", "512MiB"], ["--retry-alloc", "1GiB"]),
 }
 
@@ -139,7 +144,8 @@ def test_oom_blast_radius_on_workshop(tmp_path: Path, mode: str) -> None:
                 "--log-every", "1000", *train_args], {resource: "1"}, node))
         where = {n: wait_for(lambda n=n: _uuid_in_log(pods.log(n)), what=f"{n} holds memory") for n in trains}
         pods.core.create_namespaced_pod("default", pod("greedy", [
-            "mockgpu-workload", "infer", "--interval", "0.02", *infer_args], {resource: "1"}, node))
+            "mockgpu-workload", "infer", *(["--interval", "0.02"] if "--interval" not in infer_args else []),
+            *infer_args], {resource: "1"}, node))
         wait_for(lambda: pods.phase("greedy") == "Failed", timeout=60, what="greedy Failed")
         greedy_uuid = _uuid_in_log(pods.log("greedy"))
         assert "CUDA error: out of memory" in pods.log("greedy")
