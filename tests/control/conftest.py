@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+import polling
 import pytest
 from kubernetes import client
 
@@ -18,15 +18,7 @@ SEED = ROOT / "clusters" / "seed-4x2.yaml"
 PROFILES = ROOT / "clusters" / "seed-4x2-profiles.yaml"
 
 
-def wait_for(pred: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+wait_for = polling.wait_for
 
 
 def gpu_pod(name: str, gpus: int, *, scheduler: str | None = None, priority: int | None = None) -> dict:

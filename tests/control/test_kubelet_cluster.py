@@ -3,12 +3,13 @@ created with spec.nodeName set, as a bound pod)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import polling
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -24,15 +25,7 @@ SPEC = load_spec(WORKSHOP)
 pytestmark = pytest.mark.timeout(120)
 
 
-def wait_for(pred: Callable[[], object], timeout: float = 15.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+wait_for = functools.partial(polling.wait_for, timeout=15.0)
 
 
 def pod(name: str, node: str, command: list[str], *, gpus: int = 0, resource: str = "nvidia.com/gpu",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import polling
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -25,15 +25,7 @@ UNSCHEDULABLE = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemp
                  "4 Preemption is not helpful for scheduling.")
 
 
-def wait_for(pred: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+wait_for = functools.partial(polling.wait_for, timeout=20.0)
 
 
 def pod(name: str, command: list[str], limits: dict[str, str], node: str | None = None) -> dict:
