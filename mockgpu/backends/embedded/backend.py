@@ -8,8 +8,8 @@ from pathlib import Path
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.embedded import daemon
 from mockgpu.backends.embedded.cluster import destroy, prepare, publish
-from mockgpu.backends.embedded.controlplane import load_scheduler_config
 from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
+from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
 
 

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.backends.embedded import daemon
-from mockgpu.backends.embedded.controlplane import ControlPlane, load_scheduler_config, remove_node_dirs
-from mockgpu.backends.embedded.kubeconfig import remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.embedded.controlplane import ControlPlane, remove_node_dirs
+from mockgpu.backends.embedded.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.embedded.state import ClusterState, new_config
 from mockgpu.backends.embedded.tls import ensure_serving_cert
 from mockgpu.config import ClusterSpec, load_spec
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.control.apiserver.server import APIServer
+from mockgpu.control.scheduler.config import load_scheduler_config
 
 EMPTY_SPEC = {"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec", "metadata": {"name": "mockgpu"},
               "spec": {"nodePools": []}}
@@ -165,14 +166,7 @@ class EmbeddedCluster:
 
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` for this cluster (no kubeconfig file needed)."""
-        from kubernetes import client
-
-        cfg = client.Configuration()
-        cfg.host = self.url
-        cfg.ssl_ca_cert = str(self.state.cert_file)
-        cfg.api_key = {"authorization": self.token}
-        cfg.api_key_prefix = {"authorization": "Bearer"}
-        return client.ApiClient(cfg)
+        return api_client_for(self.url, self.state.cert_file, self.token)
 
     def __enter__(self) -> EmbeddedCluster:
         return self.start()

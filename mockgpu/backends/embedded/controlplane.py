@@ -17,29 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mockgpu.backends.embedded.kubeconfig import api_client_for
 from mockgpu.backends.embedded.state import ClusterState
-from mockgpu.config import ClusterSpec
 from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, plugin_dir_for
 from mockgpu.control.kubelet.publisher import ensure_namespace
-from mockgpu.errors import ConfigError
-from mockgpu.sched.config import SchedulerConfig, default_config, load_config
+from mockgpu.control.scheduler.config import load_scheduler_config
+from mockgpu.sched.config import SchedulerConfig
 
 log = logging.getLogger(__name__)
-
-
-def load_scheduler_config(spec: ClusterSpec | None, override: Path | str | None = None) -> SchedulerConfig:
-    """``--scheduler-config``, else the spec's file, else upstream's defaults; ConfigError with the field path.
-
-    The same rule as ``mockgpu.control.scheduler.load_scheduler_config``, on the pure ``mockgpu.sched.config``
-    only: ``mockgpu up`` validates before starting anything without importing the API client library.
-    """
-    source = Path(override) if override is not None else spec.scheduler_config_path() if spec else None
-    if source is None:
-        return default_config()
-    if not source.is_file():
-        where = "--scheduler-config" if override is not None else f"{spec.source if spec else ''}: spec.schedulerConfig"
-        raise ConfigError(str(source), "", f"no such file (from {where})")
-    return load_config(source)
 
 
 def scheduler_config_of(state: ClusterState, config: dict[str, Any]) -> SchedulerConfig:
@@ -78,15 +63,7 @@ class ControlPlane:
         self._clients: list[Any] = []
 
     def api_client(self) -> Any:
-        from kubernetes import client
-
-        cfg = client.Configuration()
-        cfg.host = self.url
-        cfg.ssl_ca_cert = str(self.state.cert_file)
-        cfg.api_key = {"authorization": self.token}
-        cfg.api_key_prefix = {"authorization": "Bearer"}
-        cfg.connection_pool_maxsize = 16
-        c = client.ApiClient(cfg)
+        c = api_client_for(self.url, self.state.cert_file, self.token, pool_size=16)
         self._clients.append(c)
         return c
 

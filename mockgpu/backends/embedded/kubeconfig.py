@@ -78,3 +78,17 @@ def remove_kubeconfig(path: Path, cluster: str) -> None:
         path.unlink()
     else:
         _write(path, data)
+
+
+def api_client_for(url: str, cert_file: Path, token: str, *, pool_size: int | None = None) -> Any:
+    """A ``kubernetes.client.ApiClient`` for an embedded cluster: its URL, its CA certificate, its token."""
+    from kubernetes import client  # imported here: the CLI should not pay for it on every command
+
+    cfg = client.Configuration()
+    cfg.host = url
+    cfg.ssl_ca_cert = str(cert_file)
+    cfg.api_key = {"authorization": token}
+    cfg.api_key_prefix = {"authorization": "Bearer"}
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    return client.ApiClient(cfg)
