@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mockgpu.config.nvidia import DevicePluginConfig, MigConfigEntry
+from mockgpu.config.semantic import check_spec
 from mockgpu.errors import ConfigError
 
 API_VERSION = "mockgpu.io/v1alpha1"
@@ -188,8 +189,6 @@ def parse_spec(data: Any, source: str = "<memory>") -> ClusterSpec:
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         raise ConfigError(source, _loc(loc), msg) from None
-    from mockgpu.config.semantic import check_spec
-
     check_spec(spec)
     return spec
 
