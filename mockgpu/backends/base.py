@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "embedded": "mockgpu.backends.embedded:EmbeddedBackend",
     "kind": "mockgpu.backends.kind:KindBackend",
     "kubeconfig": "mockgpu.backends.kubeconfig:KubeconfigBackend",
+    "upstream": "mockgpu.backends.upstream:UpstreamBackend",
 }
 
 
