@@ -164,7 +164,8 @@ class UpstreamCluster:
     def __init__(self, spec: str | Path | ClusterSpec | None = None, *, name: str | None = None,
                  home: str | Path | None = None, kubeconfig: str | Path | None = None,
                  scheduler_config: str | Path | None = None, delete_on_exit: bool = False,
-                 scheduler_verbosity: int | None = None,
+                 scheduler_verbosity: int | None = None, controllers: str | None = None,
+                 apiserver_args: tuple[str, ...] | None = None,
                  progress: Callable[[str, float], None] | None = None) -> None:
         self.spec = resolve_spec(spec)
         self.name = name or self.spec.name
@@ -172,7 +173,9 @@ class UpstreamCluster:
         self.delete_on_exit = delete_on_exit
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.scheduler_config = Path(scheduler_config) if scheduler_config else None
-        self.scheduler_verbosity = scheduler_verbosity
+        self.scheduler_verbosity = scheduler_verbosity  # 10: the scheduler logs every plugin's score per node
+        self.controllers = controllers  # kube-controller-manager --controllers (default "*")
+        self.apiserver_args = list(apiserver_args) if apiserver_args is not None else None  # more flags
         self.progress = progress
         self.config: dict[str, Any] = {}
         self.created = False
@@ -196,8 +199,11 @@ class UpstreamCluster:
         self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig,
                                        scheduler_config=self.scheduler_config)
         self.created = created
-        if self.scheduler_verbosity is not None and self.config.get("schedulerVerbosity") != self.scheduler_verbosity:
-            self.config["schedulerVerbosity"] = self.scheduler_verbosity
+        wanted = {"schedulerVerbosity": self.scheduler_verbosity, "controllers": self.controllers,
+                  "apiserverExtraArgs": self.apiserver_args}
+        changed = {k: v for k, v in wanted.items() if v is not None and self.config.get(k) != v}
+        if changed:  # read by the supervisor when it starts the components
+            self.config.update(changed)
             self.state.write_config(self.config)
         try:
             if not self.state.running():

@@ -75,7 +75,9 @@ def etcd(layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1) -> list[str]:
+def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1, extra: tuple[str, ...] = ()) -> list[str]:
+    """``extra``: more flags (the conformance suite disables TaintNodesByCondition, whose not-ready taint
+    only the node-lifecycle-controller it also disables would take off its kubelet-less nodes)."""
     return [
         f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}", f"--secure-port={ports.apiserver}",
         f"--etcd-servers=https://{LOOPBACK}:{ports.etcd_client}", f"--etcd-cafile={layout.cert('ca')}",
@@ -94,7 +96,7 @@ def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1) -> list[str
         f"--kubelet-certificate-authority={layout.cert('ca')}",
         "--kubelet-preferred-address-types=InternalIP,Hostname",
         "--endpoint-reconciler-type=none",  # no kube-proxy here: the kubernetes Service gets no endpoints
-        f"-v={verbosity}",
+        f"-v={verbosity}", *extra,
     ]
 
 
@@ -104,7 +106,9 @@ def _served(layout: Layout, component: str, port: int) -> list[str]:
             f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}"]
 
 
-def kube_controller_manager(layout: Layout, ports: Ports, verbosity: int = 1) -> list[str]:
+def kube_controller_manager(layout: Layout, ports: Ports, verbosity: int = 1, controllers: str = "*") -> list[str]:
+    """``controllers``: kube-controller-manager's ``--controllers`` (the conformance suite turns off the
+    node-lifecycle-controller, whose not-ready taints would land on its kubelet-less nodes)."""
     return [
         *_served(layout, "kube-controller-manager", ports.controller_manager),
         f"--kubeconfig={layout.kubeconfig('kube-controller-manager')}",

@@ -175,7 +175,8 @@ class Supervisor:
         wait_until("etcd was not healthy", lambda: _get(ports.etcd_client, "/health", ctx=etcd_ctx) == 200,
                    etcd, 60)
         self.mark("etcd")
-        api = self._start("kube-apiserver", components.kube_apiserver(ly, ports))
+        api = self._start("kube-apiserver", components.kube_apiserver(
+            ly, ports, extra=tuple(self.config.get("apiserverExtraArgs") or ())))
         api_ctx = ssl.create_default_context(cafile=ca)
         token = self.config["token"]
         wait_until("kube-apiserver was not ready",
@@ -185,11 +186,18 @@ class Supervisor:
         # Their serving certificates are self-signed in memory: /healthz is only polled, on loopback.
         loose = ssl.create_default_context()
         loose.check_hostname, loose.verify_mode = False, ssl.CERT_NONE
-        kcm = self._start("kube-controller-manager", components.kube_controller_manager(ly, ports))
+        kcm = self._start("kube-controller-manager", components.kube_controller_manager(
+            ly, ports, controllers=str(self.config.get("controllers") or "*")))
         sched = self._start("kube-scheduler", components.kube_scheduler(ly, ports, self.verbosity))
         for c, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
             wait_until(f"{c.name} was not healthy", lambda p=port: _get(p, "/healthz", ctx=loose) == 200, c, 120)
         self.mark("kube-controller-manager and kube-scheduler")
+        # Pods are refused until the controller manager has made the namespace's ServiceAccount
+        # (admission: 'error looking up service account default/default'); kind and kubeadm users wait too.
+        wait_until("the default ServiceAccount was not created",
+                   lambda: _get(ports.apiserver, "/api/v1/namespaces/default/serviceaccounts/default",
+                                ctx=api_ctx, token=token) == 200, kcm, 60)
+        self.mark("default ServiceAccount")
         self._start_kubelets()
 
     def _start_kubelets(self) -> None:

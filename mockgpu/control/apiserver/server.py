@@ -92,7 +92,9 @@ class APIServer:
         self._take_lock()
         try:
             self.store = Store(self.state_dir / DB_NAME, history=self.history)
-            self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval)
+            root_ca = Path(self.tls[0]).read_text() if self.tls else None  # the self-signed cert is the CA
+            self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval,
+                               root_ca=root_ca)
             self._bootstrap()
             self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
             await self._runner.setup()
