@@ -42,6 +42,7 @@ PID_NAME = "upstream.pid"
 PROGRESS_NAME = "controlplane.json"
 ENDPOINT_NAME = "endpoint.json"
 PR_SET_PDEATHSIG = 1
+RECORDER_VERBOSITY = 10  # the scheduler logs its scores from -v=10; the results recorder needs them
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -120,10 +121,11 @@ class Supervisor:
         self.config = state.read_config()
         self.layout, self.ports = state.layout, state.ports()
         self.verbosity = scheduler_verbosity if scheduler_verbosity is not None else \
-            int(self.config.get("schedulerVerbosity") or 2)
+            int(self.config.get("schedulerVerbosity") or RECORDER_VERBOSITY)
         self.components: list[Component] = []
         self.control_plane: Any = None
         self.kubelet_server: Any = None
+        self.recorder: Any = None
         self.timings: dict[str, float] = {}
         self._t0 = time.monotonic()
 
@@ -192,6 +194,16 @@ class Supervisor:
         for c, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
             wait_until(f"{c.name} was not healthy", lambda p=port: _get(p, "/healthz", ctx=loose) == 200, c, 120)
         self.mark("kube-controller-manager and kube-scheduler")
+        if self.verbosity >= RECORDER_VERBOSITY:
+            from mockgpu.backends.embedded.kubeconfig import api_client_for
+            from mockgpu.backends.upstream.recorder import ResultsRecorder
+            from mockgpu.backends.upstream.schedlog import SchedulerLog
+            from mockgpu.control.scheduler.config import load_scheduler_config
+
+            sched = load_scheduler_config(None, ly.scheduler_config)
+            weights = {name: p.score_weights() for name, p in sched.profiles.items()}
+            api = api_client_for(f"https://127.0.0.1:{ports.apiserver}", ly.pki / "ca.crt", token)
+            self.recorder = ResultsRecorder(api, SchedulerLog(ly.log("kube-scheduler")), weights).start()
         # Pods are refused until the controller manager has made the namespace's ServiceAccount
         # (admission: 'error looking up service account default/default'); kind and kubeadm users wait too.
         wait_until("the default ServiceAccount was not created",
@@ -234,6 +246,9 @@ class Supervisor:
         return next((c for c in self.components if not c.alive()), None)
 
     def stop(self) -> None:
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
         if self.control_plane is not None:
             with contextlib.suppress(Exception):
                 self.control_plane.stop()
