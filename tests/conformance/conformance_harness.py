@@ -23,6 +23,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.backends.upstream.schedlog import SchedulerLog
+
 NS = "default"
 ANN = "mockgpu.io/"
 
@@ -213,58 +215,28 @@ class EmbeddedSide(Side):
 
 
 class UpstreamSide(Side):
-    """Reads kube-scheduler's JSON log (``-v=10``) for what it did with each pod."""
+    """Reads kube-scheduler's JSON log (``-v=10``, ``mockgpu.backends.upstream.schedlog``) for what it did."""
 
     name = "upstream"
 
     def __init__(self, api_client: Any, scheduler_log: Path) -> None:
         super().__init__(api_client)
-        self.log = scheduler_log
-        self._offset = 0
-        self._nodes_seen: set[str] = set()
-        self._pods_seen: set[str] = set()
-        self._attempts: dict[str, list[dict[str, Any]]] = {}  # pod -> records of its latest attempt
-
-    def _read(self) -> None:
-        with self.log.open("rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read()
-        end = data.rfind(b"\n") + 1
-        self._offset += end
-        for raw in data[:end].splitlines():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue
-            msg = rec.get("msg")
-            if msg == "Add event for node":
-                self._nodes_seen.add((rec.get("node") or {}).get("name", ""))
-            elif msg == "Delete event for node":
-                self._nodes_seen.discard((rec.get("node") or {}).get("name", ""))
-            elif msg in ("Add event for scheduled pod", "Update event for scheduled pod"):
-                self._pods_seen.add((rec.get("pod") or {}).get("name", ""))
-            elif msg == "Attempting to schedule pod":
-                self._attempts[(rec.get("pod") or {}).get("name", "")] = []
-            elif msg in ("Plugin scored node for pod", "Calculated node's final score for pod"):
-                self._attempts.setdefault((rec.get("pod") or {}).get("name", ""), []).append(rec)
+        self.log = SchedulerLog(scheduler_log)
 
     def sees(self, nodes: list[str], pods: list[str]) -> bool:
-        self._read()
-        return set(nodes) <= self._nodes_seen and set(pods) <= self._pods_seen
+        self.log.read()
+        return set(nodes) <= self.log.nodes and {f"{NS}/{p}" for p in pods} <= self.log.pods
 
     def _explain(self, name: str, pod: dict[str, Any], d: Decision) -> bool:
-        self._read()
+        self.log.read()
         if d.node is None:
             d.feasible = frozenset()
             return True
-        records = self._attempts.get(name, [])
-        for rec in records:
-            if rec["msg"] == "Plugin scored node for pod":
-                d.scores.setdefault(rec["node"], {})[rec["plugin"]] = int(rec["score"])
-            else:
-                d.totals[rec["node"]] = int(rec["score"])
-        if d.scores and set(d.totals) != set(d.scores):
+        attempt = self.log.attempt(f"{NS}/{name}")
+        if attempt is None or not attempt.done:
             return False  # the attempt's lines are still being written
+        d.scores = {n: dict(r) for n, r in attempt.scores.items()}
+        d.totals = dict(attempt.totals)
         d.feasible = frozenset(d.totals) if d.totals else frozenset({d.node})
         return True
 
