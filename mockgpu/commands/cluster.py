@@ -40,7 +40,7 @@ def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported
 
     if args.spec is not None:
         return resolve_spec(args.spec)
-    if args.name and args.backend == "embedded":
+    if args.name and args.backend in ("embedded", "upstream"):
         state = ClusterState.of(args.name)
         if state.spec_file.exists():
             return state.load_spec()  # resume with the spec the cluster was made from

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.base import ClusterInfo, UpOptions, check_local_options
 from mockgpu.backends.embedded import daemon
 from mockgpu.backends.embedded.cluster import destroy, prepare, publish
 from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
@@ -32,11 +32,7 @@ class EmbeddedBackend:
         return None  # pure Python: nothing to install
 
     def up(self, opts: UpOptions) -> ClusterInfo:
-        if opts.device_plugin != "mockgpu":
-            raise MockgpuError(f"--device-plugin {opts.device_plugin} needs a real kubelet; use --backend kind",
-                               exit_code=2)
-        if opts.scheduler_config is not None and not Path(opts.scheduler_config).is_file():
-            raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
+        check_local_options(opts)
         state = ClusterState(opts.name, self.home / opts.name)
         if state.exists() and _backend_of(state) != self.name:
             raise MockgpuError(f"cluster '{opts.name}' exists on the {_backend_of(state)} backend "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.base import ClusterInfo, UpOptions, check_local_options
 from mockgpu.backends.embedded.state import mockgpu_home
 from mockgpu.backends.upstream import binaries
 from mockgpu.backends.upstream.cluster import UpstreamCluster, destroy, stop
@@ -30,11 +30,7 @@ class UpstreamBackend:
         return binaries.missing()
 
     def up(self, opts: UpOptions) -> ClusterInfo:
-        if opts.device_plugin != "mockgpu":
-            raise MockgpuError(f"--device-plugin {opts.device_plugin} needs a real kubelet; use --backend kind",
-                               exit_code=2)
-        if opts.scheduler_config is not None and not Path(opts.scheduler_config).is_file():
-            raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
+        check_local_options(opts)
         cluster = UpstreamCluster(opts.spec, name=opts.name, home=self.home, kubeconfig=opts.kubeconfig,
                                   scheduler_config=opts.scheduler_config, progress=_progress)
         state = cluster.state

@@ -21,6 +21,7 @@ from typing import Any
 
 from mockgpu.backends.embedded.cluster import resolve_spec
 from mockgpu.backends.embedded.controlplane import remove_node_dirs
+from mockgpu.backends.embedded.daemon import process_alive
 from mockgpu.backends.embedded.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.upstream import binaries
 from mockgpu.backends.upstream.daemon import ENDPOINT_NAME, PID_NAME, PROGRESS_NAME
@@ -118,7 +119,7 @@ def stop(state: UpstreamState, timeout: float = 60.0) -> None:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not state.running() and not _alive(pid):  # the lock goes a moment before the interpreter exits
+        if not state.running() and not process_alive(pid):  # the lock goes a moment before the interpreter exits
             return
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
@@ -126,19 +127,6 @@ def stop(state: UpstreamState, timeout: float = 60.0) -> None:
     time.sleep(0.5)
     if state.running():
         raise MockgpuError(f"could not stop the upstream control plane of '{state.name}' (pid {pid})")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def publish(state: UpstreamState, config: dict[str, Any]) -> Path:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import secrets
 import socket
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from mockgpu.backends.embedded.state import ClusterState
 from mockgpu.backends.upstream.components import Layout, Ports
+from mockgpu.control.apiserver.server import lock_held
 
 BACKEND = "upstream"
 LOCK_NAME = "upstream.lock"
@@ -62,17 +62,8 @@ class UpstreamState(ClusterState):
             return False
 
     def running(self) -> bool:
-        """Whether a live supervisor holds the state dir (the lock dies with its process, even on SIGKILL)."""
-        path = self.dir / LOCK_NAME
-        if not path.exists():
-            return False
-        with path.open("a") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return True
-            fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+        """Whether a live supervisor holds the state dir (its lock dies with it, even on SIGKILL)."""
+        return lock_held(self.dir, LOCK_NAME)
 
 
 def free_ports(n: int) -> list[int]:

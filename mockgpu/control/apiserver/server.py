@@ -39,9 +39,10 @@ ENDPOINT_NAME = "endpoint.json"
 Seed = Callable[[ResourceAPI], None]
 
 
-def lock_held(state_dir: Path) -> bool:
-    """Whether a live server holds the state dir (the lock dies with its process, even on SIGKILL)."""
-    path = Path(state_dir) / LOCK_NAME
+def lock_held(state_dir: Path, name: str = LOCK_NAME) -> bool:
+    """Whether a live process holds the state dir's lock file ``name`` (an flock dies with its process, even on
+    SIGKILL)."""
+    path = Path(state_dir) / name
     if not path.exists():
         return False
     with path.open("a") as fh:
