@@ -74,6 +74,10 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     pod.write_text(POD.format(name="p1", scheduler=SCHEDULER))
     bad = files / "bad.yaml"
     bad.write_text(BAD_POD)
+    applied = files / "applied.yaml"
+    applied.write_text(POD.format(name="p2", scheduler=SCHEDULER))
+    changed = files / "changed.yaml"
+    changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
     n = ["-n", ns]
     return [
         ("create pod", ["create", "-f", str(pod), *n]),
@@ -91,6 +95,11 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get missing pod (404)", ["get", "pod", "nope", *n]),
         ("get pods -l", ["get", "pods", "-l", "app=demo", "-o", "name", *n]),
         ("get pods --field-selector", ["get", "pods", "--field-selector", "status.phase=Pending", "-o", "name", *n]),
+        ("describe pod", ["describe", "pod", "p1", *n]),
+        ("apply (create)", ["apply", "-f", str(applied), *n]),
+        ("apply (unchanged)", ["apply", "-f", str(applied), *n]),
+        ("apply (configured)", ["apply", "-f", str(changed), *n]),
+        ("get pod -o jsonpath applied labels", ["get", "pod", "p2", "-o", "jsonpath={.metadata.labels}", *n]),
         ("label", ["label", "pod", "p1", "team=a", *n]),
         ("label without --overwrite", ["label", "pod", "p1", "team=b", *n]),
         ("label --overwrite", ["label", "pod", "p1", "team=b", "--overwrite", *n]),
