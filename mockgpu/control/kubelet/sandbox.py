@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,12 +163,17 @@ class Sandbox:
         self.setpriv = shutil.which("setpriv", path=os.defpath + ":/usr/sbin:/sbin") if self.as_root else None
         self._binds: tuple[Bind, ...] | None = None
         self._checked = False
+        self._lock = threading.Lock()  # pod workers start containers concurrently
 
     # -- what is visible ---------------------------------------------------------------------
     def base_binds(self) -> tuple[Bind, ...]:
         """Every read-only bind shared by all containers of this runtime (computed once)."""
-        if self._binds is not None:
+        with self._lock:
+            if self._binds is None:
+                self._binds = self._compute_binds()
             return self._binds
+
+    def _compute_binds(self) -> tuple[Bind, ...]:
         binds: list[Bind] = []
         elves: set[str] = set()
         for exe in self.executables.values():
@@ -194,8 +200,7 @@ class Sandbox:
         (etc / "group").write_text(f"root:x:0:\nmockgpu:x:{self.gid}:\n")
         binds += [Bind(str(etc / "passwd"), "/etc/passwd"), Bind(str(etc / "group"), "/etc/group")]
         binds.append(Bind(str(self.bin_dir), str(self.bin_dir)))
-        self._binds = tuple(binds)
-        return self._binds
+        return tuple(binds)
 
     # -- the command -------------------------------------------------------------------------
     def command(
@@ -251,13 +256,19 @@ class Sandbox:
         """Raise SandboxUnavailable unless a sandboxed interpreter can import the kit (tried once)."""
         if self._checked:
             return
+        binds = self.base_binds()
+        with self._lock:
+            if not self._checked:
+                self._probe(binds)
+                self._checked = True
+
+    def _probe(self, binds: tuple[Bind, ...]) -> None:
         if not self.bwrap:
             raise SandboxUnavailable(f"workload sandbox unavailable: bwrap not found on PATH; {INSTALL_HINT}")
         if self.as_root and not self.setpriv:
             raise SandboxUnavailable("workload sandbox unavailable: setpriv not found (Debian: util-linux)")
-        probe = self._bwrap_argv(
-            list(self.base_binds()), [sys.executable, "-c", "import mockgpu.gpu.cuda"], cwd="/", hostname="probe"
-        )
+        argv = [sys.executable, "-c", "import mockgpu.gpu.cuda"]
+        probe = self._bwrap_argv(list(binds), argv, cwd="/", hostname="probe")
         try:
             r = subprocess.run(probe, capture_output=True, text=True, env={"PATH": str(self.bin_dir)}, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -265,7 +276,6 @@ class Sandbox:
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1]
             raise SandboxUnavailable(f"workload sandbox unavailable: {last}")
-        self._checked = True
 
     def prepare(self, home: Path, writable: list[Path]) -> None:
         """Give the workload user its home and the device plugin's read-write mounts (as root only).
