@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from mockgpu.control.kubelet.sandbox import WORKLOAD_UID
 CANARY = "CANARY-7f3a9c"  # what the host's secret files hold
 PY = str(Path(sys.executable).parent / "python")  # the interpreter mockgpu-workload's shebang names
 AS_ROOT = os.geteuid() == 0
+ETC_FILE = f"/etc/mockgpu-sandbox-test-{uuid.uuid4().hex}"  # must never appear on the host
 
 
 @pytest.fixture
@@ -93,7 +95,7 @@ ESCAPES = [
     ("other-pod-log", ["sh", "-c", "cat {other_log}"], 1, r"cat: {other_log}: No such file"),
     ("proc-1-root", ["sh", "-c", "cat /proc/1/root/etc/shadow"], 1, r"cat: /proc/1/root/etc/shadow: "),
     ("write-outside", ["sh", "-c", "echo x > {outside}/pwned"], 2, r"cannot create {outside}/pwned: Directory"),
-    ("write-etc", ["sh", "-c", "echo x > /etc/pwned"], 2, r"cannot create /etc/pwned: (Permission denied|Read-only)"),
+    ("write-etc", ["sh", "-c", "echo x > {etc_file}"], 2, r"cannot create {etc_file}: (Permission denied|Read-only)"),
     (
         "network-to-host",
         ["sh", "-c", "{py} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""],
@@ -125,6 +127,7 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
         "other_home": str(rt.scratch_dir(other)),
         "other_log": str(rt.status("uid-other", "c").log_path),
         "port": str(listener.getsockname()[1]),
+        "etc_file": ETC_FILE,
     }
     argv = [a.format(**fill) for a in argv]
     pattern = pattern.format(**{k: re.escape(v) for k, v in fill.items()})
@@ -151,7 +154,7 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
     assert after.keys() == before.keys()
     assert all((a.st_mtime_ns, a.st_uid, a.st_mode) == (b.st_mtime_ns, b.st_uid, b.st_mode) for a, b in
                ((after[p], before[p]) for p in after))
-    assert not Path("/etc/pwned").exists()
+    assert not Path(ETC_FILE).exists()
     # The planted symlinks were not followed by the runtime (no chown of their targets).
     assert host["secret"].stat().st_uid == os.getuid()
 
@@ -201,14 +204,15 @@ def test_workload_sees_only_the_allowlisted_programs(rt: ProcessRuntime) -> None
 
 
 def test_private_tmp_and_home_only(rt: ProcessRuntime) -> None:
-    s = spec("u", "sh", "-c", "echo a > /tmp/f && echo b > $HOME/g && cat /tmp/f $HOME/g && pwd")
+    tmp_file = f"/tmp/mockgpu-sandbox-test-{uuid.uuid4().hex}"
+    s = spec("u", "sh", "-c", f"echo a > {tmp_file} && echo b > $HOME/g && cat {tmp_file} $HOME/g && pwd")
     rt.start(s)
     st = rt.wait("u", "c", timeout=30)
     log = rt.logs("u", "c")
     assert st.exit_code == 0, log
     assert log.splitlines() == ["a", "b", str(rt.scratch_dir(s))]
     assert (rt.scratch_dir(s) / "g").read_text() == "b\n"
-    assert not Path("/tmp/f").exists() or Path("/tmp/f").read_text() != "a\n"
+    assert not Path(tmp_file).exists()  # the container's /tmp is its own
 
 
 def test_environment_is_only_the_pods(rt: ProcessRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
