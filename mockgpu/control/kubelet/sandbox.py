@@ -148,6 +148,16 @@ def _dynload_objects() -> tuple[str, ...]:
     return tuple(sorted(os.path.join(dyn, f) for f in os.listdir(dyn) if ".so" in f))
 
 
+@functools.cache
+def bwrap_options(bwrap: str) -> str:
+    """``bwrap --help``: which options this bubblewrap has (``--disable-userns`` and ``--size`` are
+    0.8's and 0.7's; older ones run without them)."""
+    try:
+        return subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 class Sandbox:
     """Builds the bwrap command line for one container, and checks once that it works here."""
 
@@ -214,18 +224,19 @@ class Sandbox:
 
     def _bwrap_argv(self, binds: list[Bind], argv: list[str], *, cwd: str, hostname: str) -> list[str]:
         assert self.bwrap
+        has = bwrap_options(self.bwrap)
         cmd = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         if self.as_root:
             # No user namespace: real uid 0 does the mounts, then setpriv (hidden in a root-only
             # directory) drops to WORKLOAD_UID with no capabilities and no_new_privs.
             cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
         else:
-            cmd += ["--unshare-user", "--disable-userns"]
+            cmd += ["--unshare-user"] + (["--disable-userns"] if "--disable-userns" in has else [])
         cmd += ["--hostname", hostname, "--proc", "/proc", "--dev", "/dev"]
         for top in _TOP_LEVEL:
             if os.path.islink("/" + top):
                 cmd += ["--symlink", os.readlink("/" + top), "/" + top]
-        cmd += ["--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+        cmd += ["--perms", "1777"] + (["--size", str(TMP_SIZE)] if "--size" in has else []) + ["--tmpfs", "/tmp"]
         made = {"/", "/tmp", "/proc", "/dev"} | {"/" + t for t in _TOP_LEVEL if os.path.islink("/" + t)}
         if self.as_root:
             assert self.setpriv
