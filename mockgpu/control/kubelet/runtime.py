@@ -71,6 +71,7 @@ class ProcessRuntime:
         on_exit: Callable[[ContainerStatus], None] | None = None,
         plain_log: Callable[[ContainerSpec], Path] | None = None,
         bwrap: str | None = "auto",
+        warm: bool = False,
     ) -> None:
         self.root = Path(root)
         self.allowlist = allowlist or CommandAllowlist()
@@ -79,6 +80,8 @@ class ProcessRuntime:
         self.plain_log = plain_log  # where a plain-text copy of each container's output is appended
         self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
         self.sandbox = Sandbox(self.allowlist.executables(), self.bin_dir, self.root / "sandbox", bwrap=bwrap)
+        if warm:  # build and probe the sandbox in the background, not on the first container's start
+            threading.Thread(target=self.sandbox.warm, name="sandbox-warm", daemon=True).start()
         self._lock = threading.Lock()
         self._containers: dict[tuple[str, str], _Container] = {}
         _RUNTIMES.add(self)

@@ -158,6 +158,9 @@ def bwrap_options(bwrap: str) -> str:
         return ""
 
 
+_PROBED: set[tuple] = set()  # sandbox layouts that worked in this process (one probe for all kubelets)
+
+
 class Sandbox:
     """Builds the bwrap command line for one container, and checks once that it works here."""
 
@@ -268,10 +271,20 @@ class Sandbox:
         if self._checked:
             return
         binds = self.base_binds()
+        key = (self.bwrap, self.uid, self.setpriv, sys.executable, tuple(sorted(self.executables.items())))
         with self._lock:
             if not self._checked:
-                self._probe(binds)
+                if key not in _PROBED:
+                    self._probe(binds)
+                    _PROBED.add(key)
                 self._checked = True
+
+    def warm(self) -> None:
+        """Compute the binds and probe now (a kubelet does it at start, off its first pod's path)."""
+        try:
+            self.check()
+        except SandboxUnavailable:
+            pass  # said again, as the refusal, when a container starts
 
     def _probe(self, binds: tuple[Bind, ...]) -> None:
         if not self.bwrap:
