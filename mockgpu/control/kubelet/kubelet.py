@@ -91,7 +91,7 @@ class Kubelet:
         self.managers = {rm.resource: rm for rm in resource_managers(self.inventory, config)} if config else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
-        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log)
+        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
                                     self.root / "device-plugin.log") if self.has_gpus and self.options.run_plugin \
             else None
