@@ -17,7 +17,25 @@ SECTIONS = {  # id -> title, in report order
 }
 
 # Disagreements the suite found and that were fixed in the embedded control plane (kept as history).
-FIXED: list[tuple[str, str]] = []
+FIXED: list[tuple[str, str]] = [
+    ("kubectl logs of a pod with no node",
+     "embedded said 400 `container \"c\" in pod \"p1\" is waiting to start: ContainerCreating`; upstream answers "
+     "an empty log (its LogLocation returns no location before the pod has a host). apiserver/podlogs.py now does"),
+    ("list with limit and a label or field selector",
+     "embedded sent `remainingItemCount`; upstream counts the rest only when no selector is given. Fixed in app.py"),
+    ("adding a finalizer to an object being deleted",
+     "embedded accepted it; upstream: 422 `metadata.finalizers: Forbidden: no new finalizers can be added if the "
+     "object is being deleted, found new finalizers []string{...}`. Fixed in names.validate_meta_update"),
+    ("kube-root-ca.crt in every namespace",
+     "upstream's controller manager publishes the cluster CA as ConfigMap `kube-root-ca.crt` in each namespace "
+     "(`kubectl get configmaps` lists it); the embedded API server now does when a namespace is created"),
+    ("the ServiceAccount token volume",
+     "upstream's ServiceAccount admission adds the projected `kube-api-access-<5>` volume and mounts it read-only "
+     "in every container (`kubectl describe pod` shows both); the embedded defaulting now does the same"),
+    ("the default ServiceAccount before pods",
+     "upstream refuses pods (`error looking up service account default/default`) until the controller manager "
+     "has made the namespace's ServiceAccount; `mockgpu up --backend upstream` waits for it"),
+]
 
 
 @dataclass
