@@ -19,7 +19,7 @@ from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
-STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces"}
+STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
@@ -75,12 +75,13 @@ class ResourceAPI:
                     break
         if info.namespaced:
             self.require_namespace(ns)
+        uid = meta["uid"] = str(uuid.uuid4())  # before validation, as BeforeCreate: a Job's selector names it
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
             raise st.already_exists(info.plural, name, info.group)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid
         meta["creationTimestamp"] = now_rfc3339()
         if dry_run:
             meta["resourceVersion"] = ""
