@@ -100,43 +100,49 @@ def default_template(template: Any) -> Any:
     return template
 
 
+def _default(obj: dict[str, Any], key: str, value: Any) -> Any:
+    """Set an absent or null field (JSON null and absent are the same nil pointer upstream); the field's value."""
+    if obj.get(key) is None:
+        obj[key] = value
+    return obj[key]
+
+
 def _default_rolling(spec: dict[str, Any]) -> None:
-    strategy = spec.setdefault("strategy", {})
+    strategy = _default(spec, "strategy", {})
     if not isinstance(strategy, dict):
         return
-    strategy.setdefault("type", "RollingUpdate")
+    _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
-        ru = strategy.setdefault("rollingUpdate", {})
+        ru = _default(strategy, "rollingUpdate", {})
         if isinstance(ru, dict):
-            ru.setdefault("maxUnavailable", "25%")
-            ru.setdefault("maxSurge", "25%")
+            _default(ru, "maxUnavailable", "25%")
+            _default(ru, "maxSurge", "25%")
 
 
 def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """The v1 defaulters of ``kind`` (called on every write, as decoding does upstream)."""
-    spec = obj.setdefault("spec", {})
+    spec = _default(obj, "spec", {})
     if not isinstance(spec, dict):
         return obj
     default_template(spec.get("template"))
     if kind == "Deployment":
-        spec.setdefault("replicas", 1)
+        _default(spec, "replicas", 1)
         _default_rolling(spec)
-        spec.setdefault("revisionHistoryLimit", 10)
-        spec.setdefault("progressDeadlineSeconds", 600)
+        _default(spec, "revisionHistoryLimit", 10)
+        _default(spec, "progressDeadlineSeconds", 600)
     elif kind == "ReplicaSet":
-        spec.setdefault("replicas", 1)
+        _default(spec, "replicas", 1)
     elif kind == "Job":
         if spec.get("completions") is None and spec.get("parallelism") is None:
             spec["completions"] = 1
             spec["parallelism"] = 1
-        spec.setdefault("parallelism", 1)
+        _default(spec, "parallelism", 1)
         if spec.get("backoffLimit") is None:
             spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
-        spec.setdefault("completionMode", "NonIndexed")
-        spec.setdefault("suspend", False)
-        spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
-        spec.setdefault("manualSelector", None)
-        if spec.get("manualSelector") is None:
+        _default(spec, "completionMode", "NonIndexed")
+        _default(spec, "suspend", False)
+        _default(spec, "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+        if "manualSelector" in spec and spec["manualSelector"] is None:
             del spec["manualSelector"]
     return obj
 
