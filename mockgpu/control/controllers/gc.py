@@ -80,6 +80,8 @@ class GarbageCollector:
             ops = [{"op": "test", "path": "/metadata/ownerReferences", "value": refs},
                    {"op": "replace", "path": "/metadata/ownerReferences", "value": keep}]
             self.mgr.wrote(plural, self.mgr.api.patch(plural, ns, name, ops, JSON_PATCH))
+            for ref in orphaning:  # the orphaning owner may now drop its finalizer
+                self.mgr.queue.add((f"gc/{OWNER_KINDS[ref['kind']]}", ns, ref.get("name", "")))
 
     def _sync_owner(self, plural: str, ns: str, name: str) -> None:
         """Release an owner's ``orphan`` or ``foregroundDeletion`` finalizer once its dependents allow it."""

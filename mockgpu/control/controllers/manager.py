@@ -224,6 +224,12 @@ class ControllerManager:
         ref = controller_of(obj)
         if ref is not None and ref.get("kind") in OWNER_KINDS:
             self.queue.add((ref["kind"], ns, ref["name"]))
+            if plural == "pods" and ref["kind"] == "ReplicaSet" and (
+                    typ == "DELETED" or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+                rs = self.cache.get("replicasets", ns, ref["name"])  # a Recreate rollout waits for old pods to go
+                owner = controller_of(rs) if rs is not None else None
+                if owner is not None and owner.get("kind") == "Deployment":
+                    self.queue.add(("Deployment", ns, owner["name"]))
         if meta.get("ownerReferences") and plural in ("pods", "replicasets"):
             self.queue.add((f"gc/{plural}", ns, name))
 
