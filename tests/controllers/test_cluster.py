@@ -276,3 +276,74 @@ def test_orphan_and_foreground_cascades(kubectl):
     assert "NotFound" in kubectl("get", "replicaset", rs["metadata"]["name"], check=False)
     assert not [p for p in get(kubectl, "pods", "-l", "app=orph")["items"]
                 if not p["metadata"].get("deletionTimestamp")]  # foreground: dependents went first
+
+
+def test_deployment_that_cannot_fit_exceeds_its_progress_deadline(kubectl):
+    kubectl("apply", "-f", "-", stdin="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: huge}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 3
+  selector: {matchLabels: {app: huge}}
+  template:
+    metadata: {labels: {app: huge}}
+    spec:
+      containers:
+      - {name: c, image: x, command: [sleep, "600"], resources: {limits: {nvidia.com/gpu: 4}}}
+""")
+    out = kubectl("rollout", "status", "deployment/huge", "--timeout=60s", check=False)
+    assert 'error: deployment "huge" exceeded its progress deadline' in out  # no node has 4 GPUs
+    conds = {c["type"]: (c["status"], c["reason"]) for c in get(kubectl, "deployment", "huge")["status"]["conditions"]}
+    assert conds == {"Available": ("False", "MinimumReplicasUnavailable"),
+                     "Progressing": ("False", "ProgressDeadlineExceeded")}
+    (pod,) = get(kubectl, "pods", "-l", "app=huge")["items"]
+    assert pod["status"]["phase"] == "Pending"
+    kubectl("delete", "deployment", "huge")
+
+
+def test_job_active_deadline_and_suspend(kubectl):
+    kubectl("apply", "-f", "-", stdin="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: slow}
+spec:
+  activeDeadlineSeconds: 2
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers: [{name: c, image: x, command: [sleep, "600"]}]
+""")
+    kubectl("wait", "--for=condition=failed", "job/slow", "--timeout=60s")
+    st = get(kubectl, "job", "slow")["status"]
+    assert [(c["type"], c["reason"]) for c in st["conditions"]] == [("FailureTarget", "DeadlineExceeded"),
+                                                                    ("Failed", "DeadlineExceeded")]
+    assert ("Warning", "DeadlineExceeded", "Job was active longer than specified deadline") in events(
+        kubectl, "Job", "slow")
+    wait_for(lambda: not [p for p in get(kubectl, "pods", "-l", "job-name=slow")["items"]
+                          if p["status"]["phase"] == "Running"], what="the deadline's pods stopped")
+
+    kubectl("apply", "-f", "-", stdin="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: later}
+spec:
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: x, command: [sleep, "1"]}]
+""")
+    wait_for(lambda: any(c["type"] == "Suspended" and c["status"] == "True"
+                         for c in get(kubectl, "job", "later")["status"].get("conditions") or []),
+             what="later Suspended")
+    assert kubectl("get", "job", "later").splitlines()[1].split()[:3] == ["later", "Suspended", "0/1"]
+    assert not get(kubectl, "pods", "-l", "job-name=later")["items"]
+    kubectl("patch", "job", "later", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    kubectl("wait", "--for=condition=complete", "job/later", "--timeout=60s")
+    conds = {c["type"]: (c["status"], c["reason"]) for c in get(kubectl, "job", "later")["status"]["conditions"]}
+    assert conds["Suspended"] == ("False", "JobResumed")
+    assert [r for _, r, _ in events(kubectl, "Job", "later") if r in ("Suspended", "Resumed")] == ["Suspended",
+                                                                                                    "Resumed"]
