@@ -279,3 +279,22 @@ def test_unknown_propagation_policy_is_422(raw: client.ApiClient, apps: client.A
     assert code == 422
     assert status["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                                  '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"')
+
+
+MALFORMED_SPECS = ["x", 5, [], {"replicas": "2"}, {"replicas": 2.5}, {"selector": "app=x"},
+                   {"selector": {"matchLabels": "x"}}, {"selector": {"matchExpressions": [{"key": "a",
+                                                                                            "operator": "Bogus"}]}},
+                   {"template": 5}, {"template": {"spec": 5}}, {"template": {"spec": {"containers": "x"}}},
+                   {"template": {"spec": {"containers": [5]}}}, {"strategy": "x"},
+                   {"strategy": {"rollingUpdate": {"maxSurge": [1]}}}, {"completions": -1}, {"parallelism": "x"},
+                   {"manualSelector": "yes"}, {"completionMode": "Weird"}, {"selector": {"matchExpressions": [5]}}]
+
+
+@pytest.mark.parametrize("plural", ["deployments", "replicasets", "jobs"])
+@pytest.mark.parametrize("spec", MALFORMED_SPECS, ids=[json.dumps(s)[:40] for s in MALFORMED_SPECS])
+def test_malformed_specs_are_4xx_statuses_never_500(raw: client.ApiClient, plural, spec):
+    group, kind = {"deployments": ("apps", "Deployment"), "replicasets": ("apps", "ReplicaSet"),
+                   "jobs": ("batch", "Job")}[plural]
+    code, status = call(raw, "POST", f"/apis/{group}/v1/namespaces/{NS}/{plural}",
+                        {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "malformed"}, "spec": spec})
+    assert code in (400, 422) and status["kind"] == "Status" and status["status"] == "Failure", (code, status)
