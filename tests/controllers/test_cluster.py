@@ -263,19 +263,31 @@ spec:
     kubectl("delete", "deployment", "rec")
 
 
-def test_orphan_and_foreground_cascades(kubectl):
+def test_orphan_adoption_and_foreground_cascades(kubectl):
     kubectl("create", "deployment", "orph", "--image=x", "--replicas=1", "--", "sleep", "600")
     kubectl("rollout", "status", "deployment/orph", "--timeout=60s")
     kubectl("delete", "deployment", "orph", "--cascade=orphan")
     wait_for(lambda: "NotFound" in kubectl("get", "deployment", "orph", check=False), what="orph deleted")
     (rs,) = get(kubectl, "replicasets", "-l", "app=orph")["items"]
-    wait_for(lambda: not get(kubectl, "replicaset", rs["metadata"]["name"])["metadata"].get("ownerReferences"),
+    name = rs["metadata"]["name"]
+    wait_for(lambda: not get(kubectl, "replicaset", name)["metadata"].get("ownerReferences"),
              what="the orphaned ReplicaSet released")
-    assert len(get(kubectl, "pods", "-l", "app=orph")["items"]) == 1  # its pod stays, still owned by the RS
-    kubectl("delete", "replicaset", rs["metadata"]["name"], "--cascade=foreground")  # kubectl waits for it
-    assert "NotFound" in kubectl("get", "replicaset", rs["metadata"]["name"], check=False)
+    (pod,) = get(kubectl, "pods", "-l", "app=orph")["items"]  # its pod stays, still owned by the ReplicaSet
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
+
+    kubectl("create", "deployment", "orph", "--image=x", "--replicas=1", "--", "sleep", "600")
+    uid = get(kubectl, "deployment", "orph")["metadata"]["uid"]
+    wait_for(lambda: (get(kubectl, "replicaset", name)["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+             == uid, what="the new Deployment adopting the old ReplicaSet")
+    kubectl("rollout", "status", "deployment/orph", "--timeout=60s")
+    assert [r["metadata"]["name"] for r in get(kubectl, "replicasets", "-l", "app=orph")["items"]] == [name]
+    assert [p["metadata"]["name"] for p in get(kubectl, "pods", "-l", "app=orph")["items"]] == [
+        pod["metadata"]["name"]]  # same template, same pod: nothing restarted
+
+    kubectl("delete", "deployment", "orph", "--cascade=foreground")  # kubectl waits until the Deployment is gone
+    assert "NotFound" in kubectl("get", "replicaset", name, check=False)  # dependents went first
     assert not [p for p in get(kubectl, "pods", "-l", "app=orph")["items"]
-                if not p["metadata"].get("deletionTimestamp")]  # foreground: dependents went first
+                if not p["metadata"].get("deletionTimestamp")]
 
 
 def test_deployment_that_cannot_fit_exceeds_its_progress_deadline(kubectl):

@@ -56,6 +56,25 @@ def test_pod_from_template_is_owned_and_named_by_the_owner():
     assert pod["spec"] == TEMPLATE["spec"] and pod["spec"] is not TEMPLATE["spec"]
 
 
+OWNER = {"metadata": {"name": "rs", "namespace": "ns", "uid": "me"}}
+
+
+@pytest.mark.parametrize(("refs", "matches", "deleting", "decision"), [
+    ([], True, False, "adopt"),
+    ([], False, False, "ignore"),
+    ([], True, True, "ignore"),                                     # never adopt what is being deleted
+    ([{"uid": "me", "controller": True}], True, False, "keep"),
+    ([{"uid": "me", "controller": True}], False, False, "release"),  # labels changed: let it go
+    ([{"uid": "other", "controller": True}], True, False, "ignore"),  # another controller's
+    ([{"uid": "other"}], True, False, "adopt"),                     # a non-controller owner does not prevent it
+])
+def test_claim_decision(refs, matches, deleting, decision):
+    meta = {"name": "p", "namespace": "ns", "ownerReferences": refs}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert logic.claim_decision({"metadata": meta}, OWNER, matches) == decision
+
+
 # ---- rolling update arithmetic --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("surge", "unavailable", "desired", "expected"), [

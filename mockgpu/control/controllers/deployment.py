@@ -10,9 +10,10 @@ undo`` (an old ReplicaSet whose template matches again becomes the newest revisi
 ReplicaSets, ``observedGeneration``, conditions ``Available`` (``MinimumReplicasAvailable`` /
 ``MinimumReplicasUnavailable``) and ``Progressing`` (``NewReplicaSetCreated``, ``FoundNewReplicaSet``,
 ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``); old ReplicaSets beyond
-``revisionHistoryLimit`` deleted. Simplified: a replica change in the middle of a rollout is not spread
-proportionally over the ReplicaSets (the rolling update still converges), ``paused`` only stops rollouts,
-orphaned ReplicaSets are not adopted, and the template hash differs from upstream's value (see ``logic``).
+``revisionHistoryLimit`` deleted; orphaned ReplicaSets matching the selector adopted (re-creating a
+Deployment deleted with ``--cascade=orphan`` takes its ReplicaSet back). Simplified: a replica change in the
+middle of a rollout is not spread proportionally over the ReplicaSets (the rolling update still converges),
+``paused`` only stops rollouts, and the template hash differs from upstream's value (see ``logic``).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class DeploymentController:
         d = self.mgr.cache.get("deployments", ns, name)
         if d is None:
             return
-        rss = self.mgr.cache.owned("replicasets", d)
+        rss = self.mgr.claim("replicasets", d)
         if d["metadata"].get("deletionTimestamp"):
             self._sync_status(d, self._find_new(d, rss), rss)
             return

@@ -104,6 +104,22 @@ def owned_by(obj: Obj, owner: Obj) -> bool:
     return ref is not None and ref.get("uid") == owner["metadata"].get("uid")
 
 
+def claim_decision(obj: Obj, owner: Obj, matches: bool) -> str:
+    """Upstream ``ClaimObject``: "adopt" an orphan that matches the selector, "release" an owned one that no
+    longer matches, "keep" an owned match, "ignore" anything else (another controller's, or deleting)."""
+    ref = controller_of(obj)
+    meta = obj.get("metadata") or {}
+    if ref is not None:
+        if ref.get("uid") != owner["metadata"].get("uid"):
+            return "ignore"
+        return "keep" if matches else "release"
+    if not matches or meta.get("deletionTimestamp") or owner["metadata"].get("deletionTimestamp"):
+        return "ignore"
+    if (obj.get("metadata") or {}).get("namespace") != owner["metadata"].get("namespace"):
+        return "ignore"
+    return "adopt"
+
+
 # ---- pods -------------------------------------------------------------------------------------------------
 
 def pod_terminal(pod: Obj) -> bool:

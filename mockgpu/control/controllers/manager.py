@@ -20,8 +20,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.control.apiserver.workloads import selector_matches
 from mockgpu.control.controllers.api import ControllerApi
-from mockgpu.control.controllers.logic import controller_of
+from mockgpu.control.controllers.logic import claim_decision, controller_of, controller_ref
 from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
@@ -263,7 +264,37 @@ class ControllerManager:
                 log.exception("sync %s %s/%s failed", what, ns, name)
                 self.queue.add(key, min(0.05 * 2 ** n, 5.0))
 
-    # ---- helpers for the controllers --------------------------------------------------------------------------
+    # ---- helpers for the controllers ----
+
+    def claim(self, plural: str, owner: Obj) -> list[Obj]:
+        """What ``owner`` controls after claiming (upstream ``ClaimPods``/``ClaimReplicaSets``): orphans that
+        match its selector are adopted, owned objects that no longer match are released."""
+        selector = (owner.get("spec") or {}).get("selector")
+        ns = owner["metadata"].get("namespace") or ""
+        out = []
+        for obj in self.cache.list(plural, ns):
+            matches = selector_matches(selector, (obj.get("metadata") or {}).get("labels"))
+            decision = claim_decision(obj, owner, matches)
+            if decision == "keep":
+                out.append(obj)
+            elif decision in ("adopt", "release"):
+                refs = list(obj["metadata"].get("ownerReferences") or [])
+                uid = owner["metadata"].get("uid")
+                refs = refs + [controller_ref(owner)] if decision == "adopt" else [r for r in refs
+                                                                                   if r.get("uid") != uid]
+                patch = {"metadata": {"ownerReferences": refs or None,
+                                      "resourceVersion": obj["metadata"].get("resourceVersion")}}
+                try:
+                    new = self.wrote(plural, self.api.patch(plural, ns, obj["metadata"]["name"], patch))
+                except ApiException as exc:
+                    if exc.status in (404, 409):  # gone or changed: the next sync looks again
+                        continue
+                    raise
+                if decision == "adopt":
+                    out.append(new)
+        return out
+
+    # ---- writes -------------------------------------------------------------------------------------------------
 
     def wrote(self, plural: str, obj: Any) -> Any:
         """Record an object the API returned from a write (so the next sync sees it), and return it."""

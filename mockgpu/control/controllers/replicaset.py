@@ -5,8 +5,8 @@ their controller (``blockOwnerDeletion``), events ``SuccessfulCreate`` "Created 
 ``SuccessfulDelete`` "Deleted pod: x", surplus pods deleted in upstream's order (unscheduled, pending, not
 ready, newest first), status ``replicas``/``fullyLabeledReplicas``/``readyReplicas``/``availableReplicas``
 (ready for ``minReadySeconds``)/``observedGeneration``, and a ``ReplicaFailure`` condition when pods cannot
-be created. Simplified: orphaned pods matching the selector are not adopted, and pods are created in one burst
-rather than upstream's slow-start batches.
+be created; orphaned pods matching the selector are adopted, owned pods that stop matching it released.
+Simplified: pods are created in one burst rather than upstream's slow-start batches.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class ReplicaSetController:
         rs = self.mgr.cache.get("replicasets", ns, name)
         if rs is None:
             return
-        pods = self.mgr.cache.owned("pods", rs)
+        pods = self.mgr.claim("pods", rs)
         active = [p for p in pods if logic.pod_active(p)]
         failure: Obj | None = None
         if not rs["metadata"].get("deletionTimestamp"):
