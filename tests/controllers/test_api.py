@@ -192,6 +192,49 @@ def test_job_restart_policy_must_be_never_or_onfailure(raw: client.ApiClient):
                                          'Unsupported value: "Always": supported values: "OnFailure", "Never"')
 
 
+def _policy_job(name: str, rules: list, restart: str = "Never") -> dict:
+    body = job(name, podFailurePolicy={"rules": rules})
+    body["spec"]["template"]["spec"]["restartPolicy"] = restart
+    return body
+
+
+INVALID_POLICIES = [
+    ("on-failure", [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}], "OnFailure",
+     [("FieldValueInvalid", "spec.template.spec.restartPolicy",
+       'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]),
+    ("bad-action", [{"action": "Retry", "onExitCodes": {"operator": "In", "values": [1]}}], "Never",
+     [("FieldValueNotSupported", "spec.podFailurePolicy.rules[0].action",
+       'Unsupported value: "Retry": supported values: "Count", "FailIndex", "FailJob", "Ignore"')]),
+    ("neither", [{"action": "Ignore"}], "Never",
+     [("FieldValueInvalid", "spec.podFailurePolicy.rules[0]",
+       "Invalid value: specifying one of OnExitCodes and OnPodConditions is required")]),
+    ("zero-in", [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0, 3]}}], "Never",
+     [("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values[0]",
+       "Invalid value: 0: must not be 0 for the In operator")]),
+    ("unordered", [{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [3, 1]}}], "Never",
+     [("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values",
+       "Invalid value: []int32{3, 1}: must be ordered")]),
+    ("unknown-container", [{"action": "FailJob", "onExitCodes": {"containerName": "nope", "operator": "In",
+                                                                 "values": [1]}}], "Never",
+     [("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.containerName",
+       'Invalid value: "nope": must be one of the container or initContainer names in the pod template')]),
+]
+
+
+@pytest.mark.parametrize(("case", "rules", "restart", "causes"), INVALID_POLICIES, ids=[c[0] for c in INVALID_POLICIES])
+def test_invalid_pod_failure_policies(raw: client.ApiClient, case, rules, restart, causes):
+    code, status = create(raw, "jobs", _policy_job(f"pfp-{case}", rules, restart))
+    assert code == 422
+    assert [(c["reason"], c["field"], c["message"]) for c in status["details"]["causes"]] == causes
+
+
+def test_pod_failure_policy_defaults_replacement_to_failed(raw: client.ApiClient):
+    code, j = create(raw, "jobs", _policy_job("pfp-ok", [{"action": "Ignore",
+                                                          "onPodConditions": [{"type": "DisruptionTarget",
+                                                                               "status": "True"}]}]))
+    assert code == 201 and j["spec"]["podReplacementPolicy"] == "Failed"
+
+
 def test_job_template_is_immutable(raw: client.ApiClient):
     create(raw, "jobs", job("immut1"))
     _, j = call(raw, "GET", "/apis/batch/v1/namespaces/default/jobs/immut1")

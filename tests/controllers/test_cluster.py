@@ -359,3 +359,30 @@ spec:
     assert conds["Suspended"] == ("False", "JobResumed")
     assert [r for _, r, _ in events(kubectl, "Job", "later") if r in ("Suspended", "Resumed")] == ["Suspended",
                                                                                                     "Resumed"]
+
+
+def test_pod_failure_policy_fails_the_job_on_a_fatal_exit_code(kubectl):
+    kubectl("apply", "-f", "-", stdin="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: fatal}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {containerName: main, operator: In, values: [42]}
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: x, command: [sh, -c, "exit 42"]}]
+""")
+    kubectl("wait", "--for=condition=failed", "job/fatal", "--timeout=60s")
+    st = get(kubectl, "job", "fatal")["status"]
+    (pod,) = get(kubectl, "pods", "-l", "job-name=fatal")["items"]  # no retry despite backoffLimit 6
+    message = f"Container main for pod default/{pod['metadata']['name']} failed with exit code 42 matching FailJob " \
+              "rule at index 0"
+    assert [(c["type"], c["reason"], c["message"]) for c in st["conditions"]] == [
+        ("FailureTarget", "PodFailurePolicy", message), ("Failed", "PodFailurePolicy", message)]
+    assert st["failed"] == 1
+    assert ("Warning", "PodFailurePolicy", message) in events(kubectl, "Job", "fatal")

@@ -290,3 +290,45 @@ def test_deployment_and_replicaset_table_rows():
     assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
         "Name", "Desired", "Current", "Ready", "Age"]
     assert table["rows"][0]["cells"] == ["d1-abc", 3, 3, 1, "10m", "c", "x", "app=d1"]
+
+
+# ---- pod failure policy -----------------------------------------------------------------------------------------
+
+def _failed(exit_codes: dict[str, int], conditions: tuple[str, ...] = ()) -> dict:
+    return {"metadata": {"name": "j-abcde", "namespace": "ns"},
+            "status": {"phase": "Failed",
+                       "conditions": [{"type": c, "status": "True"} for c in conditions],
+                       "containerStatuses": [{"name": n, "state": {"terminated": {"exitCode": code}}}
+                                             for n, code in exit_codes.items()]}}
+
+
+POLICY = {"rules": [
+    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+    {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}},
+    {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [1, 2]}},
+]}
+
+
+@pytest.mark.parametrize(("pod", "expected"), [
+    (_failed({"main": 42}), ("FailJob", "Container main for pod ns/j-abcde failed with exit code 42 matching "
+                                        "FailJob rule at index 1")),
+    (_failed({"side": 42}), ("Count", "Container side for pod ns/j-abcde failed with exit code 42 matching "
+                                      "Count rule at index 2")),   # containerName narrows rule 1
+    (_failed({"main": 1}), None),                                  # NotIn [1, 2] does not match 1
+    (_failed({"main": 0, "side": 0}), None),                       # exit code 0 never matches
+    (_failed({"main": 42}, ("DisruptionTarget",)), ("Ignore", "Pod ns/j-abcde has condition DisruptionTarget "
+                                                               "matching Ignore rule at index 0")),  # first rule wins
+])
+def test_pod_failure_policy_first_matching_rule(pod, expected):
+    from mockgpu.control.controllers.job import match_failure_policy
+
+    assert match_failure_policy(POLICY, pod) == expected
+
+
+def test_pod_failure_policy_ignores_pods_that_did_not_fail():
+    from mockgpu.control.controllers.job import match_failure_policy
+
+    ok = _failed({"main": 42})
+    ok["status"]["phase"] = "Succeeded"
+    assert match_failure_policy(POLICY, ok) is None
+    assert match_failure_policy(None, _failed({"main": 42})) is None

@@ -7,8 +7,8 @@ progressDeadlineSeconds 600; Job completions/parallelism 1, backoffLimit 6, NonI
 ``batch.kubernetes.io/controller-uid`` selector and pod labels), ``metadata.generation`` bumped on every spec
 change, status reset on create and kept on main-resource updates, and the validation a user meets first
 (selectors, restart policies, strategy, counts, immutable Job fields). The pod template is defaulted and
-validated as a pod spec. Simplified: indexed Jobs, ``podFailurePolicy`` and ``successPolicy`` contents are
-stored but not validated.
+validated as a pod spec, and ``podFailurePolicy`` as upstream validates it. Simplified: the contents of
+``successPolicy`` and the indexed-Job fields are stored but not validated.
 
 ``selector_matches`` and ``selector_string`` are the ``metav1.LabelSelector`` semantics the controllers share.
 """
@@ -343,6 +343,78 @@ def validate_replicaset(obj: dict[str, Any]) -> list[FieldError]:
     return errs
 
 
+_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+
+
+def _go_ints(values: list[Any]) -> _Bare:
+    return _Bare("[]int32{" + ", ".join(str(v) for v in values) + "}")
+
+
+def validate_pod_failure_policy(spec: dict[str, Any]) -> list[FieldError]:
+    """``validatePodFailurePolicy``: rule actions, exactly one of onExitCodes/onPodConditions, operators,
+    container names and exit-code lists (non-empty, ordered, unique, no 0 for In)."""
+    policy = spec.get("podFailurePolicy")
+    if not isinstance(policy, dict):
+        return []
+    errs: list[FieldError] = []
+    template = (spec.get("template") or {}).get("spec") or {}
+    names_ = {c.get("name") for key in ("containers", "initContainers") for c in template.get(key) or []
+              if isinstance(c, dict)}
+    for i, rule in enumerate(policy.get("rules") or []):
+        path = f"spec.podFailurePolicy.rules[{i}]"
+        rule = rule if isinstance(rule, dict) else {}
+        action = rule.get("action")
+        if not action:
+            errs.append(field_required(f"{path}.action", 'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'))
+        elif action == "FailIndex" and spec.get("backoffLimitPerIndex") is None:
+            errs.append(field_invalid(f"{path}.action", action, "requires the backoffLimitPerIndex to be set"))
+        elif action not in _FAILURE_ACTIONS:
+            errs.append(field_not_supported(f"{path}.action", action, _FAILURE_ACTIONS))
+        codes, conditions = rule.get("onExitCodes"), rule.get("onPodConditions") or []
+        if isinstance(codes, dict):
+            cpath = f"{path}.onExitCodes"
+            op = codes.get("operator")
+            if not op:
+                errs.append(field_required(f"{cpath}.operator", 'valid values: ["In" "NotIn"]'))
+            elif op not in ("In", "NotIn"):
+                errs.append(field_not_supported(f"{cpath}.operator", op, ("In", "NotIn")))
+            if codes.get("containerName") is not None and codes["containerName"] not in names_:
+                errs.append(field_invalid(f"{cpath}.containerName", codes["containerName"],
+                                          "must be one of the container or initContainer names in the pod template"))
+            values = [v for v in codes.get("values") or [] if isinstance(v, int)]
+            if not values:
+                errs.append(FieldError(f"{cpath}.values", "Invalid", "at least one value is required",
+                                       _go_ints(values)))
+            for j, v in enumerate(values):
+                if op == "In" and v == 0:
+                    errs.append(field_invalid(f"{cpath}.values[{j}]", v, "must not be 0 for the In operator"))
+                if v in values[:j]:
+                    errs.append(FieldError(f"{cpath}.values[{j}]", "Duplicate", "", v))
+            if values != sorted(values):
+                errs.append(FieldError(f"{cpath}.values", "Invalid", "must be ordered", _go_ints(values)))
+        for j, pattern in enumerate(conditions if isinstance(conditions, list) else []):
+            pattern = pattern if isinstance(pattern, dict) else {}
+            status = pattern.get("status")
+            if not status:
+                errs.append(field_required(f"{path}.onPodConditions[{j}].status",
+                                           'valid values: ["False" "True" "Unknown"]'))
+            elif status not in ("False", "True", "Unknown"):
+                errs.append(field_not_supported(f"{path}.onPodConditions[{j}].status", status,
+                                                ("False", "True", "Unknown")))
+        if codes is not None and conditions:
+            errs.append(FieldError(path, "Invalid", "specifying both OnExitCodes and OnPodConditions is not supported",
+                                   omit_value=True))
+        if codes is None and not conditions:
+            errs.append(FieldError(path, "Invalid", "specifying one of OnExitCodes and OnPodConditions is required",
+                                   omit_value=True))
+    if (spec.get("template") or {}).get("spec", {}).get("restartPolicy") in ("OnFailure",):
+        errs.append(field_invalid("spec.template.spec.restartPolicy", "OnFailure",
+                                  'only "Never" is supported when podFailurePolicy is specified'))
+    if spec.get("podReplacementPolicy") not in (None, "Failed"):
+        errs.append(field_not_supported("spec.podReplacementPolicy", spec["podReplacementPolicy"], ("Failed",)))
+    return errs
+
+
 def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     spec = obj.get("spec") or {}
     errs: list[FieldError] = []
@@ -359,6 +431,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list
                                       "`selector` not auto-generated"))
     errs += _selector_errors(spec, "Job")
     errs += _template_errors(spec.get("template"), "spec.template", ("OnFailure", "Never"))
+    errs += validate_pod_failure_policy(spec)
     if old is not None:
         ospec = old.get("spec") or {}
         for f in ("selector", "completionMode"):

@@ -11,9 +11,11 @@ then ``Complete`` (reason ``CompletionsReached``, event ``Completed`` "Job compl
 ``DeadlineExceeded`` "Job was active longer than specified deadline"), with the remaining pods deleted in
 between; failed pods counted against ``backoffLimit`` (with ``restartPolicy: OnFailure``, container restarts
 count too); new pods after failures delayed by the exponential back-off (10 s doubling, at most 6 min);
-``suspend`` deletes active pods (``Suspended`` condition). Simplified: Indexed Jobs run as NonIndexed,
-``podFailurePolicy``, ``successPolicy``, ``backoffLimitPerIndex`` and ``ttlSecondsAfterFinished`` are not
-acted on, and a terminating pod counts as failed at once (upstream waits for it to finish).
+``suspend`` deletes active pods (``Suspended`` condition); ``podFailurePolicy`` rules on exit codes and pod
+conditions (``FailJob`` fails the Job with reason ``PodFailurePolicy``, ``Ignore`` leaves the failure uncounted,
+``Count`` counts it). Simplified: Indexed Jobs run as NonIndexed (``FailIndex`` counts as ``Count``),
+``successPolicy``, ``backoffLimitPerIndex`` and ``ttlSecondsAfterFinished`` are not acted on, and a terminating
+pod counts as failed at once (upstream waits for it to finish).
 """
 
 from __future__ import annotations
@@ -56,6 +58,34 @@ def still_running(pod: Obj) -> bool:
     if meta.get("deletionTimestamp"):
         return bool((pod.get("spec") or {}).get("nodeName")) and bool(meta.get("deletionGracePeriodSeconds"))
     return True
+
+
+def match_failure_policy(policy: Obj | None, pod: Obj) -> tuple[str, str] | None:
+    """The first ``podFailurePolicy`` rule a failed pod matches: (action, upstream's message), or None.
+
+    ``onExitCodes`` looks at containers that terminated with a non-zero code (``containerName`` narrows it);
+    ``onPodConditions`` at the pod's conditions (status defaults to "True")."""
+    if not policy or (pod.get("status") or {}).get("phase") != "Failed":
+        return None
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    for i, rule in enumerate(policy.get("rules") or []):
+        action = rule.get("action", "")
+        codes = rule.get("onExitCodes")
+        if codes:
+            for cs in list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or []):
+                code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+                if not code or (codes.get("containerName") and codes["containerName"] != cs.get("name")):
+                    continue
+                inside = code in (codes.get("values") or [])
+                if inside == (codes.get("operator") == "In"):
+                    return action, (f"Container {cs.get('name')} for pod {who} failed with exit code {code} "
+                                    f"matching {action} rule at index {i}")
+        for pattern in rule.get("onPodConditions") or []:
+            for cond in status.get("conditions") or []:
+                if cond.get("type") == pattern.get("type") and cond.get("status") == pattern.get("status", "True"):
+                    return action, f"Pod {who} has condition {cond.get('type')} matching {action} rule at index {i}"
+    return None
 
 
 def backoff_delay(failures: int, base: float) -> float:
@@ -157,8 +187,11 @@ class JobController:
         if fresh:
             new_unc = {"succeeded": list(uncounted.get("succeeded") or []),
                        "failed": list(uncounted.get("failed") or [])}
+            policy = (job.get("spec") or {}).get("podFailurePolicy")
             for p in fresh:
                 ok = (p.get("status") or {}).get("phase") == "Succeeded"
+                if not ok and (match_failure_policy(policy, p) or ("",))[0] == "Ignore":
+                    continue  # an Ignore rule: the failure does not count towards backoffLimit
                 new_unc["succeeded" if ok else "failed"].append(p["metadata"]["uid"])
             status["uncountedTerminatedPods"] = {k: v for k, v in new_unc.items() if v}
             job = self._write(job, status, None)
@@ -209,13 +242,22 @@ class JobController:
         """The FailureTarget or SuccessCriteriaMet condition to add now, or None."""
         spec = job.get("spec") or {}
         limit = int(spec.get("backoffLimit") or 0)
-        restarts = 0
+        past_on_failure = False  # upstream pastBackoffLimitOnFailure: restarts of running/pending pods
         if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") == "OnFailure":
             restarts = sum(int(c.get("restartCount") or 0) for p in active
-                           for c in (p.get("status") or {}).get("containerStatuses") or [])
+                           if (p.get("status") or {}).get("phase") in ("Running", "Pending")
+                           for c in list((p.get("status") or {}).get("initContainerStatuses") or [])
+                           + list((p.get("status") or {}).get("containerStatuses") or []))
+            past_on_failure = restarts > 0 if limit == 0 else restarts >= limit
         stamp = logic.now_rfc3339(now)
         reason = message = None
-        if failed > limit or (restarts and failed + restarts > limit):
+        policy = spec.get("podFailurePolicy")
+        for pod in self.mgr.cache.owned("pods", job) if policy else []:
+            matched = match_failure_policy(policy, pod)
+            if matched is not None and matched[0] == "FailJob":
+                reason, message = "PodFailurePolicy", matched[1]
+                break
+        if reason is None and (failed > limit or past_on_failure):
             reason, message = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
         deadline, start = spec.get("activeDeadlineSeconds"), logic.parse_time(status.get("startTime"))
         if reason is None and deadline is not None and start is not None and now - start >= int(deadline):
