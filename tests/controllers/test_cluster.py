@@ -150,6 +150,20 @@ def test_kubectl_create_job_completes_and_wait_returns(kubectl):
     row = kubectl("get", "job", "j1").splitlines()
     assert row[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
     assert row[1].split()[:3] == ["j1", "Complete", "1/1"]
+    kubectl("delete", "job", "j1")  # kubectl asks for background propagation: the pods go too
+    wait_for(lambda: not get(kubectl, "pods", "-l", "job-name=j1")["items"], what="j1's pods gone")
+
+
+def test_orphaned_job_pods_lose_the_tracking_finalizer(kubectl):
+    kubectl("create", "job", "keep", "--image=x", "--", "sleep", "600")
+    wait_for(lambda: get(kubectl, "job", "keep")["status"].get("active") == 1, what="keep running")
+    kubectl("delete", "job", "keep", "--cascade=orphan")
+    wait_for(lambda: "NotFound" in kubectl("get", "job", "keep", check=False), what="keep deleted")
+    (pod,) = get(kubectl, "pods", "-l", "job-name=keep")["items"]
+    wait_for(lambda: not get(kubectl, "pod", pod["metadata"]["name"])["metadata"].get("finalizers"),
+             what="the orphan's finalizer released")
+    assert not get(kubectl, "pod", pod["metadata"]["name"])["metadata"].get("ownerReferences")
+    kubectl("delete", "pod", pod["metadata"]["name"])  # and it can be deleted like any pod
 
 
 def test_job_with_parallelism_runs_every_completion(kubectl):

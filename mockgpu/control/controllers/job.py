@@ -115,7 +115,12 @@ class JobController:
             return
         pods = self.mgr.cache.owned("pods", job)
         status = copy.deepcopy(job.get("status") or {})
-        if finished(job) or job["metadata"].get("deletionTimestamp"):
+        if finished(job):  # nothing is counted any more: finished pods only lose the tracking finalizer
+            for pod in pods:
+                if pod_finished(pod) and logic.JOB_TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []):
+                    self._drop_finalizer(pod)
+            return
+        if job["metadata"].get("deletionTimestamp"):
             self._count(job, status, pods)
             return
         spec = job.get("spec") or {}
@@ -226,13 +231,13 @@ class JobController:
         self.mgr.wrote("pods", out)
 
     def _release_orphans(self, ns: str) -> None:
-        """Pods whose Job is gone keep no tracking finalizer (else they could never be removed)."""
+        """Pods without their Job (deleted, or orphaned from it) keep no tracking finalizer, else they could
+        never be removed."""
         for pod in self.mgr.cache.list("pods", ns):
-            ref = logic.controller_of(pod)
-            if ref is None or ref.get("kind") != "Job":
+            if logic.JOB_TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or []):
                 continue
-            if logic.JOB_TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []) \
-                    and self.mgr.cache.get("jobs", ns, ref.get("name", "")) is None:
+            ref = logic.controller_of(pod)
+            if ref is None or ref.get("kind") != "Job" or self.mgr.cache.get("jobs", ns, ref.get("name", "")) is None:
                 self._drop_finalizer(pod)
 
     # ---- decisions --------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.apiserver.workloads import selector_matches
 from mockgpu.control.controllers.api import ControllerApi
-from mockgpu.control.controllers.logic import claim_decision, controller_of, controller_ref
+from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
 from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
@@ -223,6 +223,9 @@ class ControllerManager:
                 if owner_ref.get("kind") in OWNER_KINDS:
                     self.queue.add((f"gc/{OWNER_KINDS[owner_ref['kind']]}", ns, owner_ref.get("name", "")))
         ref = controller_of(obj)
+        if plural == "pods" and JOB_TRACKING_FINALIZER in (meta.get("finalizers") or []) and (
+                ref is None or ref.get("kind") != "Job" or self.cache.get("jobs", ns, ref.get("name", "")) is None):
+            self.queue.add(("Job", ns, ""))  # a tracked pod without its Job: release the finalizer
         if ref is not None and ref.get("kind") in OWNER_KINDS:
             self.queue.add((ref["kind"], ns, ref["name"]))
             if plural == "pods" and ref["kind"] == "ReplicaSet" and (
