@@ -400,3 +400,41 @@ spec:
         ("FailureTarget", "PodFailurePolicy", message), ("Failed", "PodFailurePolicy", message)]
     assert st["failed"] == 1
     assert ("Warning", "PodFailurePolicy", message) in events(kubectl, "Job", "fatal")
+
+
+def test_scaling_a_stuck_rollout_is_proportional(kubectl):
+    kubectl("create", "deployment", "prop", "--image=x", "--replicas=4", "--", "sleep", "600")
+    kubectl("rollout", "status", "deployment/prop", "--timeout=60s")
+    (old,) = _replicasets(kubectl, "prop")
+    # a template whose containers cannot start (not on the kubelet's allowlist), so its pods never get ready:
+    # the rollout stops at maxSurge/maxUnavailable (old 3, new 2)
+    kubectl("patch", "deployment", "prop", "--type=json", "-p",
+            '[{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": ["no-such-tool"]}]')
+    wait_for(lambda: sorted(r for r, _ in _replicasets(kubectl, "prop").values()) == [2, 3], what="stuck rollout")
+    (new,) = set(_replicasets(kubectl, "prop")) - {old}
+    assert _replicasets(kubectl, "prop")[old][0] == 3
+    kubectl("scale", "deployment/prop", "--replicas=8")
+    # 8 + 25% surge = 10 pods in all, shared 3:2 as the ReplicaSets were sized for 5
+    wait_for(lambda: {k: r for k, (r, _) in _replicasets(kubectl, "prop").items()} == {old: 6, new: 4},
+             what="proportional scaling to 6 and 4")
+    msgs = [m for _, r, m in events(kubectl, "Deployment", "prop") if r == "ScalingReplicaSet"]
+    assert f"Scaled up replica set {old} from 3 to 6" in msgs, msgs
+    assert f"Scaled up replica set {new} from 2 to 4" in msgs, msgs
+    kubectl("delete", "deployment", "prop")
+
+
+def test_paused_deployment_scales_but_does_not_roll_out(kubectl):
+    kubectl("create", "deployment", "pz", "--image=x", "--replicas=1", "--", "sleep", "600")
+    kubectl("rollout", "status", "deployment/pz", "--timeout=60s")
+    (first,) = _replicasets(kubectl, "pz")
+    kubectl("rollout", "pause", "deployment/pz")
+    kubectl("set", "env", "deployment/pz", "MODE=2")
+    kubectl("scale", "deployment/pz", "--replicas=2")
+    wait_for(lambda: _replicasets(kubectl, "pz") == {first: (2, "1")}, what="the paused Deployment scaled")
+    cond = next(c for c in get(kubectl, "deployment", "pz")["status"]["conditions"] if c["type"] == "Progressing")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("Unknown", "DeploymentPaused", "Deployment is paused")
+    kubectl("rollout", "resume", "deployment/pz")
+    kubectl("rollout", "status", "deployment/pz", "--timeout=90s")
+    after = _replicasets(kubectl, "pz")
+    assert len(after) == 2 and after[first][0] == 0 and sorted(after.values())[-1] == (2, "2")
+    kubectl("delete", "deployment", "pz")

@@ -332,3 +332,19 @@ def test_pod_failure_policy_ignores_pods_that_did_not_fail():
     ok["status"]["phase"] = "Succeeded"
     assert match_failure_policy(POLICY, ok) is None
     assert match_failure_policy(None, _failed({"main": 42})) is None
+
+
+@pytest.mark.parametrize(("desired", "surge", "rss", "expected"), [
+    # the Kubernetes docs' example: 10 replicas (surge 3) mid-rollout, old RS 8 and new RS 5, scaled to 15
+    (15, 3, [("old", 8, 13, 1.0), ("new", 5, 13, 2.0)], {"old": 11, "new": 7}),
+    # scaling down takes from the larger (and on ties older) ReplicaSets first
+    (2, 1, [("old", 3, 5, 1.0), ("new", 2, 5, 2.0)], {"old": 2, "new": 1}),
+    (0, 0, [("old", 3, 5, 1.0), ("new", 2, 5, 2.0)], {"old": 0, "new": 0}),
+    # leftovers from rounding go to the first (largest) ReplicaSet
+    (8, 2, [("old", 3, 5, 1.0), ("new", 2, 5, 2.0)], {"old": 6, "new": 4}),
+    (4, 1, [("a", 1, 3, 1.0), ("b", 1, 3, 2.0), ("c", 1, 3, 3.0)], {"a": 1, "b": 2, "c": 2}),
+])
+def test_proportional_sizes(desired, surge, rss, expected):
+    sizes = logic.proportional_sizes(desired, surge, rss)
+    assert sizes == expected
+    assert sum(sizes.values()) == desired + surge or desired == 0

@@ -11,9 +11,10 @@ ReplicaSets, ``observedGeneration``, conditions ``Available`` (``MinimumReplicas
 ``MinimumReplicasUnavailable``) and ``Progressing`` (``NewReplicaSetCreated``, ``FoundNewReplicaSet``,
 ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``); old ReplicaSets beyond
 ``revisionHistoryLimit`` deleted; orphaned ReplicaSets matching the selector adopted (re-creating a
-Deployment deleted with ``--cascade=orphan`` takes its ReplicaSet back). Simplified: a replica change in the
-middle of a rollout is not spread proportionally over the ReplicaSets (the rolling update still converges),
-``paused`` only stops rollouts, and the template hash differs from upstream's value (see ``logic``).
+Deployment deleted with ``--cascade=orphan`` takes its ReplicaSet back). A replica change while
+several ReplicaSets are active is spread over them in proportion (upstream's ``dc.scale``); a paused Deployment
+scales but does not roll out (``Progressing`` Unknown ``DeploymentPaused``/``DeploymentResumed``). Simplified:
+the template hash differs from upstream's value (see ``logic``).
 """
 
 from __future__ import annotations
@@ -85,8 +86,11 @@ class DeploymentController:
             self._sync_status(d, self._find_new(d, rss), rss)
             return
         spec = d.get("spec") or {}
-        if spec.get("paused"):
-            self._sync_status(d, self._find_new(d, rss), rss)
+        self._paused_condition(d)
+        if spec.get("paused") or self._scaling_event(d, rss):
+            new_rs = self._new_rs(d, rss, create=False)
+            self._scale_all(d, new_rs, self.mgr.cache.owned("replicasets", d))
+            self._sync_status(d, new_rs, self.mgr.cache.owned("replicasets", d))
             return
         if (spec.get("strategy") or {}).get("type") == "Recreate":
             self._recreate(d, rss)
@@ -149,7 +153,9 @@ class DeploymentController:
         max_old = max((_revision(rs) for rs in rss if existing is None or rs is not existing), default=0)
         if existing is not None:
             want = max_old + 1 if _revision(existing) <= max_old else _revision(existing)
-            annotations = self._rs_annotations(d, existing, want)
+            # only the revision: desired/max-replicas change when the ReplicaSet is scaled (proportional scaling
+            # reads them as the sizes it was last scaled for)
+            annotations = {**(existing["metadata"].get("annotations") or {}), logic.REVISION: str(want)}
             if annotations != (existing["metadata"].get("annotations") or {}):
                 patched = self.mgr.api.patch("replicasets", existing["metadata"]["namespace"],
                                              existing["metadata"]["name"], {"metadata": {"annotations": annotations}})
@@ -236,6 +242,61 @@ class DeploymentController:
             verb = "up" if replicas > before else "down"
             self.recorder.event(d, "Normal", "ScalingReplicaSet",
                                 f"Scaled {verb} replica set {rs['metadata']['name']} from {before} to {replicas}")
+
+    @staticmethod
+    def _scaling_event(d: Obj, rss: list[Obj]) -> bool:
+        """Upstream ``isScalingEvent``: an active ReplicaSet was sized for another replica count."""
+        for rs in rss:
+            desired = (rs["metadata"].get("annotations") or {}).get(logic.DESIRED_REPLICAS)
+            if _replicas(rs) > 0 and desired is not None and desired != str(_replicas(d)):
+                return True
+        return False
+
+    def _scale_all(self, d: Obj, new_rs: Obj | None, rss: list[Obj]) -> None:
+        """Upstream ``dc.scale``: one active ReplicaSet follows the Deployment's size; several share it in
+        proportion (``logic.proportional_sizes``), the surge included."""
+        active = [r for r in rss if _replicas(r) > 0]
+        target = active[0] if len(active) == 1 else None
+        if not active:
+            target = new_rs or (max(rss, key=_created) if rss else None)
+        if target is not None:
+            if _replicas(target) != _replicas(d):
+                self._scale(d, target, _replicas(d))
+            return
+        if new_rs is not None and _replicas(new_rs) == _replicas(d) \
+                and _status_count(new_rs, "availableReplicas") == _replicas(d):  # saturated: the old ones go
+            for rs in active:
+                if rs["metadata"]["uid"] != new_rs["metadata"]["uid"]:
+                    self._scale(d, rs, 0)
+            return
+        fallback = _status_count(d, "replicas") or None
+        rows = []
+        for rs in active:
+            annotated = (rs["metadata"].get("annotations") or {}).get(logic.MAX_REPLICAS)
+            rows.append((rs["metadata"]["name"], _replicas(rs), int(annotated) if annotated else fallback,
+                         _created(rs)[0]))
+        sizes = logic.proportional_sizes(_replicas(d), logic.max_surge(d), rows)
+        for rs in active:
+            self._scale(d, rs, sizes[rs["metadata"]["name"]])
+
+    def _paused_condition(self, d: Obj) -> None:
+        """Upstream ``checkPausedConditions``: Progressing Unknown ``DeploymentPaused`` / ``DeploymentResumed``."""
+        if (d.get("spec") or {}).get("progressDeadlineSeconds") is None:
+            return
+        status = copy.deepcopy(d.get("status") or {})
+        cond = logic.get_condition(status, "Progressing")
+        if cond is not None and cond.get("reason") == "ProgressDeadlineExceeded":
+            return
+        paused_cond = cond is not None and cond.get("reason") == "DeploymentPaused"
+        if (d.get("spec") or {}).get("paused") and not paused_cond:
+            logic.set_condition(status, self._condition("Progressing", "Unknown", "DeploymentPaused",
+                                                        "Deployment is paused"))
+        elif not (d.get("spec") or {}).get("paused") and paused_cond:
+            logic.set_condition(status, self._condition("Progressing", "Unknown", "DeploymentResumed",
+                                                        "Deployment is resumed"))
+        else:
+            return
+        self.mgr.wrote("deployments", self.mgr.api.replace("deployments", {**d, "status": status}, status=True))
 
     def _reconcile_new(self, d: Obj, new_rs: Obj, rss: list[Obj]) -> bool:
         want, have = _replicas(d), _replicas(new_rs)

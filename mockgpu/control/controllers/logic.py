@@ -239,6 +239,36 @@ def max_surge(deployment: Obj) -> int:
     return surge
 
 
+def proportional_sizes(desired: int, surge: int, rss: list[tuple[str, int, int | None, float]]) -> dict[str, int]:
+    """Upstream's proportional scaling (``dc.scale``) of several active ReplicaSets when the Deployment's replica
+    count changes mid-rollout. ``rss``: (name, spec.replicas, its ``max-replicas`` annotation or None, creation
+    time). Each ReplicaSet gets its share of ``desired + surge`` by its size over the size it was scaled for;
+    rounding leftovers go to the largest (newest on ties) ReplicaSet; no size goes below 0."""
+    allowed = desired + surge
+    to_add = allowed - sum(r[1] for r in rss)
+    if to_add > 0:  # ReplicaSetsBySizeNewer: larger first, newer first on ties
+        order = sorted(rss, key=lambda r: (-r[1], -r[3], r[0]))
+    else:  # ReplicaSetsBySizeOlder
+        order = sorted(rss, key=lambda r: (-r[1], r[3], r[0]))
+    sizes: dict[str, int] = {}
+    added = 0
+    for name, replicas, annotated, _ in order:
+        proportion = 0
+        if to_add != 0 and replicas > 0:
+            if desired == 0:
+                proportion = -replicas
+            elif annotated:
+                proportion = math.floor(replicas * allowed / annotated + 0.5) - replicas  # Go's RoundToInt32
+            allowed_left = to_add - added
+            proportion = min(proportion, allowed_left) if to_add > 0 else max(proportion, allowed_left)
+        sizes[name] = replicas + proportion
+        added += proportion
+    if order and to_add - added:
+        first = order[0][0]
+        sizes[first] = max(0, sizes[first] + to_add - added)
+    return sizes
+
+
 # ---- conditions -------------------------------------------------------------------------------------------
 
 def get_condition(status: Obj, type_: str) -> Obj | None:
