@@ -330,8 +330,7 @@ class JobController:
             pods = self.mgr.cache.owned("pods", current)
             status["active"] = len(active)
             status["ready"] = sum(1 for p in active if logic.pod_ready(p))
-            status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp")
-                                        and not logic.pod_terminal(p))
+            status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp") and still_running(p))
             for key in ("active", "terminating"):
                 if not status[key]:
                     del status[key]  # omitempty; ``ready`` is a pointer and stays at 0
