@@ -258,6 +258,9 @@ class ControllerManager:
                     self._sync[what](ns, name)
                 self.failures.pop(key, None)
             except ApiException as exc:
+                if exc.status == 404:  # what the sync wrote to is gone; its deletion event brings the next sync
+                    self.failures.pop(key, None)
+                    continue
                 n = self.failures[key] = self.failures.get(key, 0) + 1
                 if exc.status != 409:
                     log.warning("sync %s %s/%s failed: %s %s", what, ns, name, exc.status, exc.reason)
