@@ -331,9 +331,8 @@ class JobController:
             status["active"] = len(active)
             status["ready"] = sum(1 for p in active if logic.pod_ready(p))
             status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp") and still_running(p))
-            for key in ("active", "terminating"):
-                if not status[key]:
-                    del status[key]  # omitempty; ``ready`` is a pointer and stays at 0
+            if not status["active"]:
+                del status["active"]  # omitempty; ``ready`` and ``terminating`` are pointers and stay at 0
         status.setdefault("uncountedTerminatedPods", {})
         if status == (current.get("status") or {}):
             return current
