@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "embedded": "mockgpu.backends.embedded:EmbeddedBackend",
     "kind": "mockgpu.backends.kind:KindBackend",
     "kubeconfig": "mockgpu.backends.kubeconfig:KubeconfigBackend",
+    "upstream": "mockgpu.backends.upstream:UpstreamBackend",
 }
 
 
@@ -61,6 +62,16 @@ class Backend(Protocol):
 
     def list(self) -> list[ClusterInfo]:
         """Clusters this backend knows about."""
+
+
+def check_local_options(opts: UpOptions) -> None:
+    """Refuse options only a real kubelet can honour, and a missing --scheduler-config, before any side effect
+    (for the backends whose kubelets are mockgpu's: embedded, upstream)."""
+    if opts.device_plugin != "mockgpu":
+        raise MockgpuError(f"--device-plugin {opts.device_plugin} needs a real kubelet; use --backend kind",
+                           exit_code=2)
+    if opts.scheduler_config is not None and not Path(opts.scheduler_config).is_file():
+        raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
 
 
 def get_backend(name: str) -> Backend:

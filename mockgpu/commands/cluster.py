@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     down = sub.add_parser("down", help="stop a cluster and delete its state")
     down.add_argument("--name", help="cluster name (default: the only cluster of the backend)")
-    down.add_argument("--backend", default="embedded", choices=sorted(BACKENDS))
+    down.add_argument("--backend", choices=sorted(BACKENDS),
+                      help="default: the backend of the named cluster (embedded when there is none)")
     down.set_defaults(func=run_down)
 
     status = sub.add_parser("status", help="list clusters and their endpoints")
@@ -39,7 +40,7 @@ def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported
 
     if args.spec is not None:
         return resolve_spec(args.spec)
-    if args.name and args.backend == "embedded":
+    if args.name and args.backend in ("embedded", "upstream"):
         state = ClusterState.of(args.name)
         if state.spec_file.exists():
             return state.load_spec()  # resume with the spec the cluster was made from
@@ -67,8 +68,22 @@ def run_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend_of_cluster(name: str | None) -> str:
+    """The backend whose state holds cluster ``name`` (state dirs under MOCKGPU_HOME say), else embedded."""
+    from mockgpu.backends.embedded.state import ClusterState
+
+    if name:
+        state = ClusterState.of(name)
+        if state.exists():
+            try:
+                return str(state.read_config().get("backend") or "embedded")
+            except MockgpuError:
+                pass
+    return "embedded"
+
+
 def run_down(args: argparse.Namespace) -> int:
-    backend = get_backend(args.backend)
+    backend = get_backend(args.backend or _backend_of_cluster(args.name))
     name = args.name
     if name is None:
         names = [c.name for c in backend.list()]

@@ -4,6 +4,8 @@
 notebook's kernel. A state dir left by an earlier or crashed run of the same lab is deleted first, so a
 lab run twice starts clean. With ``$MOCKGPU_KUBECONFIG`` set the lab uses that cluster instead (kind, or
 one started by ``mockgpu up``) and only deletes the pods it created itself (label ``mockgpu.io/lab``).
+With ``$MOCKGPU_BACKEND=upstream`` the lab's own cluster runs on the real control plane instead
+(``mockgpu.backends.upstream``), the same way.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ def _decided(p: Obj) -> bool:
     return bool((p.get("spec") or {}).get("nodeName")) or bool(cond and cond.get("reason") == "Unschedulable")
 
 
+def _and_recorded(check: Callable[[Obj], bool]) -> Callable[[Obj], bool]:
+    from mockgpu.backends.upstream.recorder import RECORDED
+
+    return lambda p: check(p) and RECORDED in ((p.get("metadata") or {}).get("annotations") or {})
+
+
 WAIT_UNTIL: dict[str, Callable[[Obj], bool]] = {
     "decided": _decided,  # bound to a node, or reported Unschedulable
     "bound": lambda p: bool((p.get("spec") or {}).get("nodeName")),
@@ -90,6 +98,7 @@ class LabCluster:
         self.client: ClusterClient | None = None
         self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
         self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
+        self.backend = os.environ.get("MOCKGPU_BACKEND", "embedded") if not self.external else "external"
 
     @property
     def up_command(self) -> str:
@@ -100,6 +109,8 @@ class LabCluster:
             self.client = connect(os.environ["MOCKGPU_KUBECONFIG"], up_command=self.up_command)
             self.cleanup_pods()
             return self
+        if self.backend == "upstream" and self.control_plane:
+            return self._start_upstream()
         from mockgpu.backends.embedded import EmbeddedCluster
         from mockgpu.backends.embedded.cluster import destroy
         from mockgpu.backends.embedded.daemon import running_endpoint
@@ -121,6 +132,19 @@ class LabCluster:
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
         return self
 
+    def _start_upstream(self) -> LabCluster:
+        """The same lab on the real kube-apiserver, controller manager and scheduler (``MOCKGPU_BACKEND=upstream``,
+        binaries from ``scripts/upstream-build``), with mockgpu's kubelets."""
+        from mockgpu.backends.upstream import UpstreamCluster
+        from mockgpu.backends.upstream.cluster import destroy, stop
+
+        cluster = UpstreamCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True)
+        stop(cluster.state)  # whatever an earlier or crashed run of this lab left
+        destroy(cluster.state)
+        self.cluster = cluster.start()
+        self.client = ClusterClient(cluster.api_client(), up_command=self.up_command + " --backend upstream")
+        return self
+
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
                command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None) -> Obj:
@@ -134,6 +158,9 @@ class LabCluster:
         """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
         assert self.client is not None
         check = WAIT_UNTIL[until]
+        if self.backend == "upstream" and until in ("decided", "bound"):
+            # the real scheduler's results reach the pod just after its decision (backends.upstream.recorder)
+            check = _and_recorded(check)
         deadline, delay = time.monotonic() + timeout, 0.02
         while True:
             pod = self.client.get_pod(namespace, name)

@@ -277,6 +277,9 @@ def test_logs_read_what_the_kubelet_wrote(newest, core, cluster, request):
     from mockgpu.control.apiserver.podlogs import log_path
     request.addfinalizer(lambda: _cleanup(core, "logged"))
     newest.ok("create", "-f", "-", stdin=gpu_pod("logged", "1"))
+    node = core.list_node().items[0].metadata.name  # a pod with no node has an empty log, as upstream
+    core.create_namespaced_binding("default", {"metadata": {"name": "logged"}, "target": {
+        "apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
     pod = core.read_namespaced_pod("logged", "default")
     path = log_path(cluster.state.dir, "default", "logged", pod.metadata.uid, "main")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -311,7 +314,8 @@ data: {batch: "32", model: resnet50}
     out = newest.ok("apply", "-f", "-", stdin=manifest)
     assert out.split("\n")[:3] == ["namespace/team-a created", "configmap/settings created", "pod/trainer created"]
     lines = newest.ok("get", "configmaps", "-n", "team-a").strip().splitlines()
-    assert lines[0].split() == ["NAME", "DATA", "AGE"] and lines[1].split()[:2] == ["settings", "2"]
+    assert lines[0].split() == ["NAME", "DATA", "AGE"]  # and, as upstream, every namespace's kube-root-ca.crt
+    assert [line.split()[:2] for line in lines[1:]] == [["kube-root-ca.crt", "1"], ["settings", "2"]]
     assert newest.ok("get", "pod", "trainer", "-n", "team-a", "-o",
                      r"jsonpath={.spec.containers[0].resources.requests.nvidia\.com/gpu}") == "2"
     newest.ok("delete", "namespace", "team-a", "--wait=false")

@@ -56,7 +56,8 @@ def test_two_servers_cannot_share_a_state_dir(tmp_path):
 
 
 def test_logs_tail_container_and_follow(core, cluster):
-    core.create_namespaced_pod("default", _pod("lp", "a", "b"))
+    core.create_namespaced_pod("default", {**_pod("lp", "a", "b"), "spec": {  # bound: an unbound pod's log is empty
+        **_pod("lp", "a", "b")["spec"], "nodeName": core.list_node().items[0].metadata.name}})
     pod = core.read_namespaced_pod("lp", "default")
     path = log_path(cluster.state.dir, "default", "lp", pod.metadata.uid, "a")
     assert path.parent.parent == cluster.state.pod_logs_dir

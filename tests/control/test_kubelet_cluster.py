@@ -261,3 +261,19 @@ def test_standalone_publisher_writes_the_same_shape(core: client.CoreV1Api, clus
     assert doc["node"] == "whole-0" and [g["index"] for g in doc["gpus"]] == [0, 1, 2, 3]
     assert set(doc) == {"node", "cluster", "time", "gpus", "processes", "allocations", "oomEvents"}
     assert "DCGM_FI_DEV_FB_FREE{" in cm.data["metrics"]
+
+
+def test_issue_13_escape_fails_in_a_pod(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:
+    # The command of issue 13, then the cluster's token (cluster.json), key and kubeconfig.
+    secrets = [cluster.state.config_file, cluster.state.dir / "apiserver.key", cluster.kubeconfig]
+    script = "read l < /etc/shadow; /usr/bin/id; " + "; ".join(f"cat {p}" for p in secrets)
+    core.create_namespaced_pod("default", pod("esc", "whole-0", ["sh", "-c", script]))
+    wait_for(lambda: phase(core, "esc") == "Failed", what="esc Failed")
+    log = core.read_namespaced_pod_log("esc", "default")
+    assert "cannot open /etc/shadow: No such file" in log and "/usr/bin/id: not found" in log, log
+    assert all(f"cat: {p}: No such file or directory" in log for p in secrets), log
+    assert cluster.token not in log
+    term = core.read_namespaced_pod("esc", "default").status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (1, "Error")
+    core.delete_namespaced_pod("esc", "default", grace_period_seconds=0)
+    wait_for(lambda: gone(core, "esc"), what="esc deleted")

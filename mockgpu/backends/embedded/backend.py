@@ -5,12 +5,19 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.base import ClusterInfo, UpOptions, check_local_options
 from mockgpu.backends.embedded import daemon
 from mockgpu.backends.embedded.cluster import destroy, prepare, publish
 from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
+
+
+def _backend_of(state: ClusterState) -> str:
+    try:
+        return str(state.read_config().get("backend") or "embedded")
+    except MockgpuError:
+        return "embedded"  # unreadable state: let the embedded backend report or clean it
 
 
 class EmbeddedBackend:
@@ -25,12 +32,11 @@ class EmbeddedBackend:
         return None  # pure Python: nothing to install
 
     def up(self, opts: UpOptions) -> ClusterInfo:
-        if opts.device_plugin != "mockgpu":
-            raise MockgpuError(f"--device-plugin {opts.device_plugin} needs a real kubelet; use --backend kind",
-                               exit_code=2)
-        if opts.scheduler_config is not None and not Path(opts.scheduler_config).is_file():
-            raise MockgpuError(f"scheduler config {opts.scheduler_config} does not exist", exit_code=2)
+        check_local_options(opts)
         state = ClusterState(opts.name, self.home / opts.name)
+        if state.exists() and _backend_of(state) != self.name:
+            raise MockgpuError(f"cluster '{opts.name}' exists on the {_backend_of(state)} backend "
+                               f"(mockgpu down --name {opts.name} first)", exit_code=2)
         kubeconfig = Path(opts.kubeconfig) if opts.kubeconfig else None
         if not opts.dry_run and not state.exists():  # an invalid config fails here, before anything starts
             load_scheduler_config(opts.spec, opts.scheduler_config)
@@ -63,7 +69,7 @@ class EmbeddedBackend:
 
     def down(self, name: str) -> None:
         state = ClusterState(name, self.home / name)
-        if not state.dir.exists():
+        if not state.dir.exists() or (state.exists() and _backend_of(state) != self.name):
             raise MockgpuError(f"no embedded cluster named '{name}' (see mockgpu status)", exit_code=2)
         daemon.stop(state)
         destroy(state)

@@ -120,7 +120,7 @@ def wait_control_plane(state: ClusterState, timeout: float = 60.0) -> None:
             raise MockgpuError(f"the control plane of '{state.name}' failed to start: {doc.get('error')} "
                                f"(see {state.log_file})")
         endpoint = read_endpoint(state.dir)
-        if endpoint is not None and endpoint.get("pid") and not _alive(int(endpoint["pid"])):
+        if endpoint is not None and endpoint.get("pid") and not process_alive(int(endpoint["pid"])):
             raise MockgpuError(f"the control plane of '{state.name}' exited during start: {_log_tail(state)}")
         time.sleep(0.02)
     raise MockgpuError(f"the nodes of '{state.name}' were not Ready within {timeout:.0f}s (see {state.log_file})")
@@ -155,7 +155,7 @@ def spawn(state: ClusterState) -> None:
         os._exit(code)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, left unreaped by a container's init, counts as gone)."""
     try:
         os.kill(pid, 0)
@@ -203,7 +203,7 @@ def wait_ready(state: ClusterState, token: str, timeout: float = 30.0) -> dict:
                 pid = int(pid_file.read_text() or 0)
             except ValueError:
                 pid = 0
-            if pid and not _alive(pid):
+            if pid and not process_alive(pid):
                 raise MockgpuError(f"the control plane of '{state.name}' exited during start: {_log_tail(state)} "
                                    f"(see {state.log_file})")
         time.sleep(delay)
@@ -237,7 +237,7 @@ def stop(state: ClusterState, timeout: float = 10.0) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not _alive(pid) or (sig == signal.SIGKILL and not lock_held(state.dir)):
+            if not process_alive(pid) or (sig == signal.SIGKILL and not lock_held(state.dir)):
                 return
             time.sleep(0.02)
     raise MockgpuError(f"could not stop the control plane of '{state.name}' (pid {pid})")

@@ -48,11 +48,12 @@ from mockgpu.control.apiserver.watch import WatchHub, serve_watch
 class APIApp:
     """The aiohttp application over one store."""
 
-    def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0) -> None:
+    def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0,
+                 root_ca: str | None = None) -> None:
         self.store = store
         self.state_dir = Path(state_dir)
         self.hub = WatchHub(store)
-        self.api = ResourceAPI(store)
+        self.api = ResourceAPI(store, root_ca)
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
         self._openapi: dict[str, bytes] = {}
@@ -340,7 +341,8 @@ class APIApp:
             rest = len(items) - limit
             items = items[:limit]
             meta["continue"] = encode_continue(rv, sort_key(items[-1]))
-            meta["remainingItemCount"] = rest
+            if not q.get("labelSelector") and not q.get("fieldSelector"):  # upstream counts only then
+                meta["remainingItemCount"] = rest
         table = wants_table(request.headers.get("Accept", ""))
         if table:
             out = self.table(info, items, q, table)

@@ -3,8 +3,11 @@
 Covers ``SetDefaults_Pod``/``_Container``/``_NodeStatus``/``_Namespace``, the pod strategy's
 ``PrepareForCreate`` (status reset to Pending with its QoS class, and PodScheduled=False/SchedulingGated for a
 pod created with scheduling gates), and the admission plugins that every
-cluster runs: DefaultTolerationSeconds and Priority (no PriorityClasses: priority 0). Simplified: the
-ServiceAccount plugin only names the ``default`` account; it mounts no projected token volume.
+cluster runs: DefaultTolerationSeconds, Priority (no PriorityClasses: priority 0) and ServiceAccount (the
+``default`` account and, unless the pod sets ``automountServiceAccountToken: false``, the projected
+``kube-api-access-<5 chars>`` volume mounted read-only at ``/var/run/secrets/kubernetes.io/serviceaccount`` in
+every container). Simplified: the ServiceAccount object's own ``automountServiceAccountToken`` is not
+consulted (the plugin reads it from the API; defaulting here has no store), and the kubelet mounts nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 from mockgpu.quantity import QuantityError, parse_quantity
 
 DEFAULT_TOLERATION_SECONDS = 300
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS = 3607  # upstream's ServiceAccount admission: one hour plus 7 s (warn-only window)
 _NOEXEC_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
@@ -123,6 +128,7 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
     if creating:
         spec.setdefault("serviceAccountName", "default")
         spec["serviceAccount"] = spec["serviceAccountName"]
+        mount_service_account_token(spec)
         spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         add_default_tolerations(spec)
@@ -132,6 +138,30 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
                                             "lastTransitionTime": None, "reason": "SchedulingGated",
                                             "message": "Scheduling is blocked due to non-empty scheduling gates"}]
     return pod
+
+
+def mount_service_account_token(spec: dict[str, Any]) -> None:
+    """The ServiceAccount admission plugin's projected token volume and its mount in every container."""
+    from mockgpu.control.apiserver.names import generate_name
+
+    if spec.get("automountServiceAccountToken") is False:
+        return
+    containers = [c for key in ("initContainers", "containers", "ephemeralContainers")
+                  for c in spec.get(key) or [] if isinstance(c, dict)]
+    if any(m.get("mountPath") == TOKEN_MOUNT_PATH for c in containers for m in c.get("volumeMounts") or []
+           if isinstance(m, dict)):
+        return  # the pod mounts something there itself
+    name = generate_name("kube-api-access-")
+    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    spec["volumes"] = [*volumes, {"name": name, "projected": {"sources": [
+        {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1",
+                                                                      "fieldPath": "metadata.namespace"}}]}}],
+        "defaultMode": 420}}]
+    for c in containers:
+        mounts = c.get("volumeMounts") if isinstance(c.get("volumeMounts"), list) else []
+        c["volumeMounts"] = [*mounts, {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}]
 
 
 def default_node(node: dict[str, Any]) -> dict[str, Any]:

@@ -45,11 +45,18 @@ GC_DEFAULT_POLICY = {"deployments": "Background", "replicasets": "Background", "
 _GC_FINALIZER = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
 
 
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+                       "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+                       "guaranteed across distributions of Kubernetes clusters.")
+
+
 class ResourceAPI:
     """Verbs over one store; single-threaded (called on the server's event loop)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, root_ca: str | None = None) -> None:
         self.store = store
+        self.root_ca = root_ca  # PEM published as kube-root-ca.crt in every namespace (None: not published)
 
     # ---- reads -------------------------------------------------------------------------------------------
 
@@ -95,15 +102,23 @@ class ResourceAPI:
             return obj
         obj = self.store.create(info.plural, _ordered(obj))
         if info.plural == "namespaces":
-            self._ensure_default_serviceaccount(name)
+            self._namespace_defaults(name)
         return obj
 
-    def _ensure_default_serviceaccount(self, ns: str) -> None:
+    def _namespace_defaults(self, ns: str) -> None:
+        """What kube-controller-manager puts in every namespace: the ``default`` ServiceAccount
+        (serviceaccount-controller) and the ``kube-root-ca.crt`` ConfigMap (root-ca-certificate-publisher)."""
         if self.store.get("serviceaccounts", ns, "default") is None:
             sa = {"apiVersion": "v1", "kind": "ServiceAccount",
                   "metadata": {"name": "default", "namespace": ns, "uid": str(uuid.uuid4()),
                                "creationTimestamp": now_rfc3339()}}
             self.store.create("serviceaccounts", sa)
+        if self.root_ca and self.store.get("configmaps", ns, ROOT_CA_CONFIGMAP) is None:
+            self.store.create("configmaps", {
+                "apiVersion": "v1", "kind": "ConfigMap", "data": {"ca.crt": self.root_ca},
+                "metadata": {"name": ROOT_CA_CONFIGMAP, "namespace": ns, "uid": str(uuid.uuid4()),
+                             "creationTimestamp": now_rfc3339(),
+                             "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}}})
 
     # ---- update and patch --------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mockgpu.control.apiserver.status import FieldError, field_invalid, field_required, field_too_long
+from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required, field_too_long
 
 #: upstream's ``utilrand`` alphabet: no vowels (no accidental words) and no confusable 0/1/3.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -200,6 +200,12 @@ def validate_meta_update(new: dict[str, Any], old: dict[str, Any]) -> list[Field
     for key in ("name", "namespace", "uid", "creationTimestamp"):
         if old.get(key) and new.get(key) and new.get(key) != old.get(key):
             errs.append(field_invalid(f"metadata.{key}", new.get(key), "field is immutable"))
+    if old.get("deletionTimestamp"):  # upstream ValidateNoNewFinalizers: Go's %#v of the sorted new names
+        extra = sorted(set(new.get("finalizers") or []) - set(old.get("finalizers") or []))
+        if extra:
+            listed = ", ".join(f'"{f}"' for f in extra)
+            errs.append(field_forbidden("metadata.finalizers", "no new finalizers can be added if the object is "
+                                        f"being deleted, found new finalizers []string{{{listed}}}"))
     return errs
 
 

@@ -76,6 +76,8 @@ async def serve_log(request: web.Request, state_dir: Path, pod: Obj,
     """The log of one container; ``follow`` streams new output until the container ends or the client leaves."""
     q = request.query
     container = pick_container(pod, q.get("container"))
+    if not (pod.get("spec") or {}).get("nodeName"):  # upstream LogLocation: no host yet, an empty log
+        return web.Response(body=b"", content_type="text/plain")
     meta = pod["metadata"]
     path = log_path(state_dir, meta["namespace"], meta["name"], meta["uid"], container)
     follow = q.get("follow") in ("1", "t", "T", "true", "TRUE", "True")

@@ -39,9 +39,10 @@ ENDPOINT_NAME = "endpoint.json"
 Seed = Callable[[ResourceAPI], None]
 
 
-def lock_held(state_dir: Path) -> bool:
-    """Whether a live server holds the state dir (the lock dies with its process, even on SIGKILL)."""
-    path = Path(state_dir) / LOCK_NAME
+def lock_held(state_dir: Path, name: str = LOCK_NAME) -> bool:
+    """Whether a live process holds the state dir's lock file ``name`` (an flock dies with its process, even on
+    SIGKILL)."""
+    path = Path(state_dir) / name
     if not path.exists():
         return False
     with path.open("a") as fh:
@@ -92,7 +93,9 @@ class APIServer:
         self._take_lock()
         try:
             self.store = Store(self.state_dir / DB_NAME, history=self.history)
-            self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval)
+            root_ca = Path(self.tls[0]).read_text() if self.tls else None  # the self-signed cert is the CA
+            self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval,
+                               root_ca=root_ca)
             self._bootstrap()
             self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
             await self._runner.setup()

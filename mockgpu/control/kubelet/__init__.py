@@ -10,7 +10,8 @@ Public API for the kubelet loop:
   -> (capacity, allocatable), ``allocate(pod_uid, container, limits) -> ContainerAllocation``
   (raises ``AdmissionError``), ``get_allocation``, ``pre_start``, ``remove_pod``, ``pod_devices``.
 * ``runtime.ProcessRuntime(root)``: ``start(ContainerSpec) -> ContainerStatus``, ``status``,
-  ``wait``, ``stop``, ``stop_pod``, ``stop_all``, ``logs``; restart rules in ``restart``.
+  ``wait``, ``stop``, ``stop_pod``, ``stop_all``, ``logs``; restart rules in ``restart``; every
+  container runs in the bubblewrap sandbox of ``sandbox``.
 * ``podworker.PodWorker(pod, node_name=, runtime=, devices=, on_status=, on_event=)``:
   ``start()``, ``status()`` (the Pod ``status`` object), ``terminate(grace)``.
 """

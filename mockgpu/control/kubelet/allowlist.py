@@ -1,14 +1,14 @@
 """Which commands a fake container may run, and where their executables are on this host.
 
-Containers here are plain local processes, so the runtime refuses anything outside a small
-allowlist (the kit's own commands plus a few shell tools). The check is on ``argv[0]`` (its base
-name, so ``/bin/sh`` and ``sh`` are the same) and, for ``python``, on ``-m mockgpu...``.
+The runtime refuses anything outside a small allowlist (the kit's own commands plus a few shell
+tools). The check is on ``argv[0]`` (its base name, so ``/bin/sh`` and ``sh`` are the same) and,
+for ``python``, on ``-m mockgpu...``. A container's ``PATH`` is a private ``bin`` directory holding
+one link per allowlisted command (and, for ``python``, a gate script that only runs ``-m
+mockgpu...``), so ``sh -c 'rm -rf x'`` fails with ``rm: not found``, as in a minimal image.
 
-Simplification, and the guard that makes it hold: a shell (``sh -c '...'``) could name any
-command, so a container's ``PATH`` holds only a private ``bin`` directory of tiny wrapper scripts,
-one per allowlisted command. ``sh -c 'rm -rf x'`` then fails with ``rm: not found``, as it would
-in a minimal image. Absolute paths inside a shell script are not checked: this is a guard
-against accidents in a teaching kit, not a sandbox.
+What makes the allowlist hold against other spellings (``/usr/bin/id``, ``exec``, ``env``,
+``command -p``) is not this file but the sandbox (``sandbox.py``): only the executables listed
+by ``executables()`` exist inside it.
 """
 
 from __future__ import annotations
@@ -95,15 +95,26 @@ class CommandAllowlist:
             raise CommandRefused(f'exec: "{argv[0]}": executable file not found in $PATH')
         return [exe, *argv[1:]]
 
+    def executables(self) -> dict[str, str]:
+        """Host path of every allowlisted command found on this host (what the sandbox shows)."""
+        found = {name: self.resolve(name) for name in self.names}
+        if any(n in PYTHON_NAMES for n in found) and "sh" not in found:
+            found["sh"] = self.resolve("sh")  # the python gate is a shell script
+        return {n: p for n, p in found.items() if p is not None}
+
     def populate_bin_dir(self, bin_dir: Path) -> Path:
-        """Write one wrapper script per allowlisted command found on this host; returns bin_dir."""
+        """One entry per allowlisted command found on this host: a symlink to it, or for python a
+        gate script (``-m mockgpu...`` only); returns bin_dir."""
         bin_dir.mkdir(parents=True, exist_ok=True)
         for name in self.names:
             exe = self.resolve(name)
             if exe is None:
                 continue
-            wrapper = bin_dir / name
-            plain = f'#!/bin/sh\nexec "{exe}" "$@"\n'
-            wrapper.write_text(_PYTHON_WRAPPER.format(exe=exe) if name in PYTHON_NAMES else plain)
-            wrapper.chmod(0o755)
+            entry = bin_dir / name
+            entry.unlink(missing_ok=True)
+            if name in PYTHON_NAMES:
+                entry.write_text(_PYTHON_WRAPPER.format(exe=exe))
+                entry.chmod(0o755)
+            else:
+                entry.symlink_to(exe)
         return bin_dir

@@ -36,7 +36,7 @@ from mockgpu.control.kubelet.apiwatch import Reflector
 from mockgpu.control.kubelet.container import ContainerSpec
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.events import EventRecorder
-from mockgpu.control.kubelet.nodestatus import conditions, node_object, resources
+from mockgpu.control.kubelet.nodestatus import KUBELET_PORT, conditions, node_object, resources
 from mockgpu.control.kubelet.pluginproc import PluginProcess
 from mockgpu.control.kubelet.podsync import PodSync
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
@@ -67,6 +67,7 @@ class KubeletOptions:
     stop_grace: float = 2.0  # seconds containers get when the kubelet itself stops
     run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
     publish_interval: float = 1.0
+    port: int = KUBELET_PORT  # advertised in status.daemonEndpoints (the upstream backend serves logs there)
 
 
 class Kubelet:
@@ -90,7 +91,7 @@ class Kubelet:
         self.managers = {rm.resource: rm for rm in resource_managers(self.inventory, config)} if config else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
-        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log)
+        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
                                     self.root / "device-plugin.log") if self.has_gpus and self.options.run_plugin \
             else None
@@ -184,7 +185,7 @@ class Kubelet:
         from kubernetes.client.exceptions import ApiException
 
         cap, alloc = self.dm.node_resources()
-        body = node_object(self.spec, self.node, cap, alloc)
+        body = node_object(self.spec, self.node, cap, alloc, kubelet_port=self.options.port)
         try:
             self.core.create_node(body)
         except ApiException as exc:

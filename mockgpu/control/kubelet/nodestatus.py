@@ -22,6 +22,7 @@ from mockgpu.config.inventory import node_inventory
 from mockgpu.deviceplugin.labels import gfd_labels
 
 KUBELET_VERSION = "v1.32.0-mockgpu"
+KUBELET_PORT = 10250  # upstream's default; where the API server finds the kubelet's API (logs)
 NODE_LABEL = "mockgpu.io/node"  # value: the spec node name, as on kind
 POOL_LABEL = "mockgpu.io/pool"
 PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -84,17 +85,18 @@ def node_info(name: str) -> dict[str, str]:
 
 
 def node_status(node: NodeSpec, device_capacity: dict[str, int], device_allocatable: dict[str, int],
-                previous_conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                previous_conditions: list[dict[str, Any]] | None = None, kubelet_port: int = KUBELET_PORT
+                ) -> dict[str, Any]:
     cap, alloc = resources(node, device_capacity, device_allocatable)
     return {
         "capacity": cap, "allocatable": alloc, "conditions": conditions(previous_conditions),
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": node.name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}, "nodeInfo": node_info(node.name),
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}}, "nodeInfo": node_info(node.name),
     }
 
 
 def node_object(spec: ClusterSpec, node: NodeSpec, device_capacity: dict[str, int] | None = None,
-                device_allocatable: dict[str, int] | None = None) -> dict[str, Any]:
+                device_allocatable: dict[str, int] | None = None, kubelet_port: int = KUBELET_PORT) -> dict[str, Any]:
     """The Node a kubelet registers: labels, taints, and a status with what is known so far."""
     taints = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]
     node_spec: dict[str, Any] = {"providerID": f"mockgpu://{node.name}"}
@@ -105,5 +107,5 @@ def node_object(spec: ClusterSpec, node: NodeSpec, device_capacity: dict[str, in
         "metadata": {"name": node.name, "labels": node_labels(spec, node),
                      "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
         "spec": node_spec,
-        "status": node_status(node, device_capacity or {}, device_allocatable or {}),
+        "status": node_status(node, device_capacity or {}, device_allocatable or {}, kubelet_port=kubelet_port),
     }

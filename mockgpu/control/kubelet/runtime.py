@@ -6,18 +6,23 @@ What a container gets, and how it differs from a real one:
   against a command allowlist (``allowlist.py``); refusal ends the container with reason
   ``StartError``, exit code 128, as containerd reports an exec failure (the kubelet shows the
   container waiting with ``RunContainerError`` while it retries).
-* env: a minimal base (PATH = the allowlist's wrapper dir, HOME, HOSTNAME = pod name, the pod
-  identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the fake driver
-  records, pass-through of PYTHONPATH and ``MOCKGPU_*``), then the device plugin's envs, then the pod's env (later wins,
-  as the kubelet appends container env after device envs).
-* mounts: no bind mounts. Simplification: an env value, an argv word or the working dir that
-  names a path under a mount's container path (``/run/mockgpu/driver/x``) is rewritten to the
-  host path the plugin returned; ``read_only`` is not enforced; DeviceSpecs are recorded only.
+* a sandbox (``sandbox.py``, bubblewrap): a root file system of only the allowlisted executables
+  and what they load, its working directory, a private ``/tmp`` and the device plugin's mounts;
+  its own PID/IPC/network/UTS namespaces; an unprivileged uid (65532 when the cluster runs as
+  root). Where the sandbox cannot be built the container is refused (StartError, one line); it
+  never runs unsandboxed.
+* env: a minimal base (PATH = the allowlist's bin dir, HOME = its working dir, HOSTNAME = pod
+  name, the pod identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the
+  fake driver records), then the device plugin's envs, then the pod's env (later wins, as the
+  kubelet appends container env after device envs). Nothing of the host's environment.
+* mounts: the device plugin's mounts are real bind mounts at their container paths (read-only
+  where asked); DeviceSpecs are recorded only. ``workingDir`` must exist inside the sandbox (its
+  home, ``/tmp`` or under a mount).
 * its own session and process group, so stopping kills its children; when the main process
-  exits every process left in its group is killed, like a container's PID namespace ending.
+  exits every process left in its PID namespace is killed, like a container's.
 * stdout/stderr in a CRI log file (``containerlogs.py``); exit code ``128+N`` for signal N with
   reason ``Error``, ``Completed`` for 0 (``OOMKilled`` does not apply: no cgroups).
-* graceful stop: SIGTERM to the group, SIGKILL after the grace period.
+* graceful stop: SIGTERM to the container's processes, SIGKILL after the grace period.
 Every runtime is registered so ``stop_all`` (also at interpreter exit) leaves no process behind.
 """
 
@@ -28,6 +33,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,11 +43,10 @@ from pathlib import Path
 from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
 from mockgpu.control.kubelet.containerlogs import LogWriter, render_logs
+from mockgpu.control.kubelet.sandbox import Sandbox, SandboxUnavailable
 
 START_ERROR_EXIT_CODE = 128
 RUN_CONTAINER_ERROR = "RunContainerError"  # waiting reason the kubelet shows after a StartError
-PASSTHROUGH_ENV = ("PYTHONPATH",)
-PASSTHROUGH_PREFIX = "MOCKGPU_"
 
 
 class _Container:
@@ -65,6 +70,8 @@ class ProcessRuntime:
         entrypoints: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
         on_exit: Callable[[ContainerStatus], None] | None = None,
         plain_log: Callable[[ContainerSpec], Path] | None = None,
+        bwrap: str | None = "auto",
+        warm: bool = False,
     ) -> None:
         self.root = Path(root)
         self.allowlist = allowlist or CommandAllowlist()
@@ -72,6 +79,9 @@ class ProcessRuntime:
         self.on_exit = on_exit
         self.plain_log = plain_log  # where a plain-text copy of each container's output is appended
         self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
+        self.sandbox = Sandbox(self.allowlist.executables(), self.bin_dir, self.root / "sandbox", bwrap=bwrap)
+        if warm:  # build and probe the sandbox in the background, not on the first container's start
+            threading.Thread(target=self.sandbox.warm, name="sandbox-warm", daemon=True).start()
         self._lock = threading.Lock()
         self._containers: dict[tuple[str, str], _Container] = {}
         _RUNTIMES.add(self)
@@ -85,7 +95,6 @@ class ProcessRuntime:
 
     def container_env(self, spec: ContainerSpec) -> dict[str, str]:
         env = {"PATH": str(self.bin_dir), "HOME": str(self.scratch_dir(spec)), "HOSTNAME": spec.pod_name}
-        env |= {k: v for k, v in os.environ.items() if k in PASSTHROUGH_ENV or k.startswith(PASSTHROUGH_PREFIX)}
         env |= {
             "MOCKGPU_POD_NAMESPACE": spec.namespace,
             "MOCKGPU_POD_NAME": spec.pod_name,
@@ -93,7 +102,19 @@ class ProcessRuntime:
         }  # who the fake driver says holds GPU memory
         env |= spec.device_envs
         env |= spec.env
-        return {k: rewrite_path(v, spec.mounts) for k, v in env.items()}
+        return env
+
+    def _working_dir(self, spec: ContainerSpec, home: Path) -> str:
+        """The container's cwd; CommandRefused unless it exists inside the sandbox."""
+        if not spec.working_dir:
+            return str(home)
+        wd = os.path.normpath(spec.working_dir)
+        inside = [(str(home), str(home)), ("/tmp", "/tmp")]
+        inside += [(m.container_path.rstrip("/") or "/", m.host_path) for m in spec.mounts]
+        for c, h in inside:
+            if (wd == c or wd.startswith(c + "/")) and os.path.isdir(rewrite_path(wd, (Mount(c, h),))):
+                return wd
+        raise CommandRefused(f"chdir to cwd ({spec.working_dir!r}) failed: no such directory")
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, spec: ContainerSpec) -> ContainerStatus:
@@ -106,9 +127,8 @@ class ProcessRuntime:
         scratch = self.scratch_dir(spec)
         scratch.mkdir(parents=True, exist_ok=True)
         ep, cmd = self.entrypoints.get(spec.image, ((), ()))
-        argv = [rewrite_path(a, spec.mounts) for a in combine_argv(spec.command, spec.args, ep, cmd)]
+        argv = combine_argv(spec.command, spec.args, ep, cmd)
         env = self.container_env(spec)
-        cwd = rewrite_path(spec.working_dir, spec.mounts) if spec.working_dir else str(scratch)
         now = datetime.now(UTC)
         base = ContainerStatus(
             spec.pod_uid,
@@ -123,19 +143,21 @@ class ProcessRuntime:
         )
         try:
             host_argv = self.allowlist.host_argv(argv)
-            if not os.path.isdir(cwd):
-                raise CommandRefused(f"chdir to cwd ({spec.working_dir!r}) failed: no such directory")
+            cwd = self._working_dir(spec, scratch)
+            mounts = tuple((m.host_path, m.container_path, not m.read_only) for m in spec.mounts)
+            self.sandbox.prepare(scratch, [Path(h) for h, _, w in mounts if w])
+            sandboxed = self.sandbox.command(host_argv, cwd=cwd, home=scratch, hostname=spec.pod_name, mounts=mounts)
             proc = subprocess.Popen(
-                host_argv,
+                sandboxed,
                 env=env,
-                cwd=cwd,
+                cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
             )
-        except (CommandRefused, OSError) as exc:
+        except (CommandRefused, SandboxUnavailable, OSError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             status = replace(
                 base,
@@ -168,8 +190,12 @@ class ProcessRuntime:
     def _reap(self, c: _Container, writer: LogWriter) -> None:
         rc = c.proc.wait()
         _killpg(c.proc.pid, signal.SIGKILL)  # the container's other processes end with it
+        deadline = time.monotonic() + 5
+        while _group(c.proc.pid) and time.monotonic() < deadline:  # ...before it is reported terminated
+            time.sleep(0.01)
         writer.close()
-        sig = -rc if rc < 0 else None
+        # bwrap exits 128+N when the workload died of signal N (and -N if bwrap itself was killed).
+        sig = -rc if rc < 0 else (rc - 128 if 128 < rc < 128 + signal.NSIG else None)
         code = 128 + sig if sig else rc
         c.status = replace(
             c.status,
@@ -200,8 +226,15 @@ class ProcessRuntime:
         if c is None:
             return None
         if c.proc is not None and not c.done.is_set():
-            _killpg(c.proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
-            if not c.done.wait(max(grace, 0)):
+            deadline = time.monotonic() + max(grace, 0)
+            if grace > 0:
+                # Right after start the workload may not exist yet (bwrap still building the
+                # sandbox): retry until it gets the signal, as a real kubelet's stop finds pid 1.
+                while not _term_workload(c.proc.pid) and not c.done.wait(0.01) and time.monotonic() < deadline:
+                    pass
+            else:
+                _killpg(c.proc.pid, signal.SIGKILL)
+            if not c.done.wait(max(deadline - time.monotonic(), 0)):
                 _killpg(c.proc.pid, signal.SIGKILL)
                 c.done.wait(10)
         return c.status
@@ -249,6 +282,37 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group(pgid: int) -> list[tuple[int, int]]:
+    """(pid, ppid) of every live (not zombie) process in the process group."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                state, ppid, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state not in ("Z", "X"):
+            out.append((int(d), int(ppid)))
+    return out
+
+
+def _term_workload(pgid: int) -> int:
+    """SIGTERM the workload's processes: those of the container's group but bwrap (the group
+    leader, which would die of it at once and take the rest down before their grace period) and
+    bwrap's PID-namespace init (its child). Returns how many were signalled."""
+    sent = 0
+    for pid, ppid in _group(pgid):
+        if pgid not in (pid, ppid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+                sent += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return sent
 
 
 def stop_all_runtimes(grace: float = 1.0) -> None:

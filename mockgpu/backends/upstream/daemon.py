@@ -1,0 +1,305 @@
+"""The supervisor of an upstream cluster: etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+as child processes, and mockgpu's fake kubelets (device plugins over gRPC, the process runtime) in it.
+
+``python -m mockgpu.backends.upstream.daemon STATE_DIR`` (started detached by ``cluster.spawn``): takes
+``upstream.lock``, starts the components in order, each once the previous answers, then the kubelets'
+API server (container logs) and one kubelet per spec node, and reports progress in ``controlplane.json``
+(``{"state": "starting"|"ready"|"failed", "step", "error", "timings"}``). Children get
+``PR_SET_PDEATHSIG``: if the supervisor dies, even by SIGKILL, so do they. On SIGTERM it stops the
+kubelets (containers, device plugins), then the scheduler, the controller manager, the API server and
+etcd, each with SIGTERM and, after 10 s, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import http.client
+import json
+import logging
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from mockgpu.backends.embedded.kubeconfig import write_kubeconfig
+from mockgpu.backends.upstream import components
+from mockgpu.backends.upstream.binaries import binary
+from mockgpu.backends.upstream.state import LOCK_NAME, UpstreamState, token_file
+from mockgpu.errors import MockgpuError
+
+log = logging.getLogger("mockgpu.upstream")
+PID_NAME = "upstream.pid"
+PROGRESS_NAME = "controlplane.json"
+ENDPOINT_NAME = "endpoint.json"
+PR_SET_PDEATHSIG = 1
+RECORDER_VERBOSITY = 10  # the scheduler logs its scores from -v=10; the results recorder needs them
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Component:
+    """One upstream process: its argv, its log, started and stopped by the supervisor's main thread
+    (PR_SET_PDEATHSIG follows the thread that forked, so only the main thread starts components)."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+        self.name, self.argv, self.log_path = name, argv, log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def start(self) -> Component:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen([str(binary(self.name)), *self.argv], stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                                     close_fds=True)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, n: int = 3) -> str:
+        try:
+            lines = [ln for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return " | ".join(lines[-n:])[-800:]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _get(port: int, path: str, *, ctx: ssl.SSLContext, token: str | None = None) -> int:
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=ctx)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+
+
+def wait_until(what: str, ok: Callable[[], bool], component: Component, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ok():
+            return
+        if not component.alive():
+            raise MockgpuError(f"{component.name} exited during start: {component.tail()} "
+                               f"(see {component.log_path})")
+        time.sleep(0.1)
+    raise MockgpuError(f"{what} within {timeout:.0f} s (see {component.log_path})")
+
+
+class Supervisor:
+    def __init__(self, state: UpstreamState, *, scheduler_verbosity: int | None = None) -> None:
+        self.state = state
+        self.config = state.read_config()
+        self.layout, self.ports = state.layout, state.ports()
+        self.verbosity = scheduler_verbosity if scheduler_verbosity is not None else \
+            int(self.config.get("schedulerVerbosity") or RECORDER_VERBOSITY)
+        self.components: list[Component] = []
+        self.control_plane: Any = None
+        self.kubelet_server: Any = None
+        self.recorder: Any = None
+        self.timings: dict[str, float] = {}
+        self._t0 = time.monotonic()
+
+    # -- files -------------------------------------------------------------------------------------
+    def write_files(self) -> None:
+        """Token file, component kubeconfigs and the scheduler's configuration (rewritten at every start,
+        so a moved checkout or binary never leaves a stale path behind)."""
+        ly, cfg = self.layout, self.config
+        fd = os.open(ly.tokens, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token_file(cfg))
+        ca = (ly.pki / "ca.crt").read_bytes()
+        url = f"https://127.0.0.1:{self.ports.apiserver}"
+        for component, key in (("kube-scheduler", "schedulerToken"),
+                               ("kube-controller-manager", "controllerManagerToken")):
+            path = ly.kubeconfig(component)
+            path.unlink(missing_ok=True)
+            write_kubeconfig(path, self.state.name, url, cfg[key], ca)
+        doc = None
+        if cfg.get("schedulerConfig"):
+            doc = yaml.safe_load(Path(cfg["schedulerConfig"]).read_text())
+        ly.scheduler_config.write_text(yaml.safe_dump(
+            components.scheduler_configuration(doc, ly.kubeconfig("kube-scheduler")), sort_keys=False))
+
+    # -- progress ----------------------------------------------------------------------------------
+    def report(self, phase: str, step: str = "", error: str = "") -> None:
+        tmp = self.state.dir / (PROGRESS_NAME + ".tmp")
+        tmp.write_text(json.dumps({"state": phase, "step": step, "error": error, "timings": self.timings}))
+        tmp.replace(self.state.dir / PROGRESS_NAME)
+
+    def mark(self, step: str) -> None:
+        self.timings[step] = round(time.monotonic() - self._t0, 2)
+        log.info("upstream: %s after %.2f s", step, self.timings[step])
+        self.report("starting", step)
+
+    # -- start / stop ------------------------------------------------------------------------------
+    def _start(self, name: str, argv: list[str]) -> Component:
+        c = Component(name, argv, self.layout.log(name)).start()
+        self.components.append(c)
+        return c
+
+    def start(self) -> None:
+        ly, ports = self.layout, self.ports
+        ca = str(ly.pki / "ca.crt")
+        self.write_files()
+        etcd_ctx = ssl.create_default_context(cafile=ca)
+        etcd_ctx.load_cert_chain(ly.cert("apiserver-etcd-client"), ly.key("apiserver-etcd-client"))
+        etcd = self._start("etcd", components.etcd(ly, ports))
+        wait_until("etcd was not healthy", lambda: _get(ports.etcd_client, "/health", ctx=etcd_ctx) == 200,
+                   etcd, 60)
+        self.mark("etcd")
+        api = self._start("kube-apiserver", components.kube_apiserver(
+            ly, ports, extra=tuple(self.config.get("apiserverExtraArgs") or ())))
+        api_ctx = ssl.create_default_context(cafile=ca)
+        token = self.config["token"]
+        wait_until("kube-apiserver was not ready",
+                   lambda: _get(ports.apiserver, "/readyz", ctx=api_ctx, token=token) == 200, api, 180)
+        self.mark("kube-apiserver")
+        self._write_endpoint()
+        # Their serving certificates are self-signed in memory: /healthz is only polled, on loopback.
+        loose = ssl.create_default_context()
+        loose.check_hostname, loose.verify_mode = False, ssl.CERT_NONE
+        kcm = self._start("kube-controller-manager", components.kube_controller_manager(
+            ly, ports, controllers=str(self.config.get("controllers") or "*")))
+        sched = self._start("kube-scheduler", components.kube_scheduler(ly, ports, self.verbosity))
+        for c, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
+            wait_until(f"{c.name} was not healthy", lambda p=port: _get(p, "/healthz", ctx=loose) == 200, c, 120)
+        self.mark("kube-controller-manager and kube-scheduler")
+        if self.verbosity >= RECORDER_VERBOSITY:
+            from mockgpu.backends.embedded.kubeconfig import api_client_for
+            from mockgpu.backends.upstream.recorder import ResultsRecorder
+            from mockgpu.backends.upstream.schedlog import SchedulerLog
+            from mockgpu.control.scheduler.config import load_scheduler_config
+
+            sched = load_scheduler_config(None, ly.scheduler_config)
+            weights = {name: p.score_weights() for name, p in sched.profiles.items()}
+            api = api_client_for(f"https://127.0.0.1:{ports.apiserver}", ly.pki / "ca.crt", token)
+            self.recorder = ResultsRecorder(api, SchedulerLog(ly.log("kube-scheduler")), weights).start()
+        # Pods are refused until the controller manager has made the namespace's ServiceAccount
+        # (admission: 'error looking up service account default/default'); kind and kubeadm users wait too.
+        wait_until("the default ServiceAccount was not created",
+                   lambda: _get(ports.apiserver, "/api/v1/namespaces/default/serviceaccounts/default",
+                                ctx=api_ctx, token=token) == 200, kcm, 60)
+        self.mark("default ServiceAccount")
+        self._start_kubelets()
+
+    def _start_kubelets(self) -> None:
+        from mockgpu.backends.embedded.controlplane import ControlPlane
+        from mockgpu.control.kubelet.kubelet import KubeletOptions
+        from mockgpu.control.kubelet.server import KubeletServer
+
+        ly = self.layout
+        self.control_plane = ControlPlane(self.state, f"https://127.0.0.1:{self.ports.apiserver}",
+                                          self.config["token"], kubelets=True, scheduler=False,
+                                          kubelet_options=KubeletOptions(port=self.ports.kubelet),
+                                          ready_timeout=60.0)
+        self.kubelet_server = KubeletServer(self.ports.kubelet, self.state.dir, self._find_pod,
+                                            cert=Path(ly.cert("kubelet")), key=Path(ly.key("kubelet")),
+                                            client_ca=ly.pki / "ca.crt").start()
+        self.control_plane.start()
+        self.mark("kubelets: every node Ready with its device plugins registered")
+
+    def _find_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        cp = self.control_plane
+        for k in list((cp.kubelets if cp else {}).values()):
+            for pod in list(k.pods.pods.values()):
+                meta = pod.get("metadata") or {}
+                if meta.get("namespace") == namespace and meta.get("name") == name:
+                    return pod
+        return None
+
+    def _write_endpoint(self) -> None:
+        tmp = self.state.dir / (ENDPOINT_NAME + ".tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "port": self.ports.apiserver, "mode": "daemon"}))
+        tmp.replace(self.state.dir / ENDPOINT_NAME)
+
+    def first_dead(self) -> Component | None:
+        return next((c for c in self.components if not c.alive()), None)
+
+    def stop(self) -> None:
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
+        if self.control_plane is not None:
+            with contextlib.suppress(Exception):
+                self.control_plane.stop()
+            self.control_plane = None
+        if self.kubelet_server is not None:
+            self.kubelet_server.stop()
+            self.kubelet_server = None
+        for c in reversed(self.components):
+            c.stop()
+        self.components.clear()
+
+
+def run_daemon(state_dir: Path) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sys.modules.setdefault("kubernetes_validate", None)  # see the embedded daemon: not needed, slow to import
+    state = UpstreamState(Path(state_dir).name, Path(state_dir))
+    lock = (state.dir / LOCK_NAME).open("a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        log.error("another supervisor holds %s", state.dir)
+        return 1
+    (state.dir / PID_NAME).write_text(str(os.getpid()))
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    sup = Supervisor(state)
+    code = 0
+    try:
+        sup.report("starting", "etcd")
+        sup.start()
+        sup.report("ready", "ready")
+        while not done.wait(1.0):
+            dead = sup.first_dead()
+            if dead is not None:
+                log.error("%s exited (code %s): %s", dead.name, dead.proc.returncode if dead.proc else "?",
+                          dead.tail())
+                sup.report("failed", dead.name, f"{dead.name} exited: {dead.tail()}")
+                code = 1
+                break
+    except BaseException as exc:  # noqa: BLE001 - reported, then everything is stopped
+        log.exception("upstream control plane failed")
+        sup.report("failed", "", str(exc))
+        code = 1
+    finally:
+        sup.stop()
+        (state.dir / ENDPOINT_NAME).unlink(missing_ok=True)
+        log.info("upstream control plane stopped")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run_daemon(Path(sys.argv[1])))

@@ -1,0 +1,325 @@
+"""The API, side by side: kubectl commands (every installed kubectl version) and official-client calls on the
+embedded and the upstream API server, compared by exit code / status code, ``Status`` reason and message,
+and printed output (ages, uids, resource versions and times normalised away)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from mockgpu.backends.upstream import binaries
+
+SCHEDULER = "no-such-scheduler"  # pods stay Pending and unbound on both sides: nothing but the API is compared
+
+
+def kubectl_versions() -> list[tuple[str, str]]:
+    """(version, path) of every kubectl here: google-cloud-sdk's kubectl.1.NN and the one built upstream."""
+    out = [(p.name.split("kubectl.")[1], str(p)) for p in sorted(Path("/usr/lib/google-cloud-sdk/bin").glob(
+        "kubectl.1.*"))]
+    built = binaries.bin_dir() / "kubectl"
+    if built.exists() or shutil.which("go"):
+        out.append((binaries.versions()["KUBERNETES_VERSION"].lstrip("v"), str(built)))
+    return out
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, labels: {{app: demo}}}}
+spec:
+  schedulerName: {scheduler}
+  containers:
+  - name: c
+    image: mockgpu/workload
+    command: ["sleep", "60"]
+    resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+BAD_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: bad}
+spec:
+  containers: []
+"""
+
+NORMALISE = [
+    (re.compile(r"\b\d+(\.\d+)?(s|m|h|d|y)(\d+(s|m|h))?\b"), "<age>"),
+    (re.compile(r"<invalid>|<unknown>"), "<age>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"), "<time>"),
+    (re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"), "<time>"),
+    (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
+    (re.compile(r'"resourceVersion":\s*"\d+"|resourceVersion: "?\d+"?'), "<rv>"),
+    (re.compile(r"/tmp/\S+"), "<path>"),
+    (re.compile(r"[ \t]+"), " "),
+]
+
+
+def normalise(text: str) -> str:
+    for pattern, repl in NORMALISE:
+        text = pattern.sub(repl, text)
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
+    """(case, argv) in order; each runs on a fresh namespace ``ns`` of each side."""
+    pod = files / "pod.yaml"
+    pod.write_text(POD.format(name="p1", scheduler=SCHEDULER))
+    bad = files / "bad.yaml"
+    bad.write_text(BAD_POD)
+    applied = files / "applied.yaml"
+    applied.write_text(POD.format(name="p2", scheduler=SCHEDULER))
+    changed = files / "changed.yaml"
+    changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
+    n = ["-n", ns]
+    return [
+        ("create pod", ["create", "-f", str(pod), *n]),
+        ("create pod again (AlreadyExists)", ["create", "-f", str(pod), *n]),
+        ("create invalid pod (422)", ["create", "-f", str(bad), *n]),
+        ("get pods (table)", ["get", "pods", *n]),
+        ("get pods -o wide", ["get", "pods", "-o", "wide", *n]),
+        ("get pod -o jsonpath limits", ["get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].resources.limits}",
+                                        *n]),
+        ("get pod -o jsonpath requests (defaulted from limits)",
+         ["get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].resources.requests}", *n]),
+        ("get pod -o jsonpath defaults", ["get", "pod", "p1", "-o", "jsonpath={.spec.restartPolicy} "
+                                          "{.spec.dnsPolicy} {.spec.terminationGracePeriodSeconds} "
+                                          "{.status.phase} {.status.qosClass}", *n]),
+        ("get missing pod (404)", ["get", "pod", "nope", *n]),
+        ("get pods -l", ["get", "pods", "-l", "app=demo", "-o", "name", *n]),
+        ("get pods --field-selector", ["get", "pods", "--field-selector", "status.phase=Pending", "-o", "name", *n]),
+        ("describe pod", ["describe", "pod", "p1", *n]),
+        ("apply (create)", ["apply", "-f", str(applied), *n]),
+        ("apply (unchanged)", ["apply", "-f", str(applied), *n]),
+        ("apply (configured)", ["apply", "-f", str(changed), *n]),
+        ("get pod -o jsonpath applied labels", ["get", "pod", "p2", "-o", "jsonpath={.metadata.labels}", *n]),
+        ("label", ["label", "pod", "p1", "team=a", *n]),
+        ("label without --overwrite", ["label", "pod", "p1", "team=b", *n]),
+        ("label --overwrite", ["label", "pod", "p1", "team=b", "--overwrite", *n]),
+        ("annotate", ["annotate", "pod", "p1", "note=x", *n]),
+        ("patch merge", ["patch", "pod", "p1", "-p", '{"metadata":{"labels":{"x":"y"}}}', *n]),
+        ("patch json image", ["patch", "pod", "p1", "--type=json", "-p",
+                              '[{"op":"replace","path":"/spec/containers/0/image","value":"other"}]', *n]),
+        ("patch forbidden field (422)", ["patch", "pod", "p1", "--type=merge", "-p",
+                                         '{"spec":{"restartPolicy":"Never"}}', *n]),
+        ("patch missing pod (404)", ["patch", "pod", "nope", "-p", '{"metadata":{"labels":{"x":"y"}}}', *n]),
+        ("get pod -o jsonpath labels", ["get", "pod", "p1", "-o", "jsonpath={.metadata.labels}", *n]),
+        ("logs of an unscheduled pod", ["logs", "p1", *n]),
+        ("auth can-i create pods", ["auth", "can-i", "create", "pods", *n]),
+        ("auth can-i create nodes", ["auth", "can-i", "create", "nodes"]),
+        ("get events (header)", ["get", "events", *n]),
+        ("get configmaps (header)", ["get", "configmaps", *n]),
+        ("create configmap", ["create", "configmap", "c1", "--from-literal=a=b", *n]),
+        ("get configmap -o jsonpath", ["get", "configmap", "c1", "-o", "jsonpath={.data}", *n]),
+        ("delete pod", ["delete", "pod", "p1", "--wait=false", *n]),
+        ("wait for delete", ["wait", "--for=delete", "pod/p1", "--timeout=20s", *n]),
+        ("get deleted pod (404)", ["get", "pod", "p1", *n]),
+    ]
+
+
+def run_kubectl(path: str, kubeconfig: Path, argv: list[str]) -> tuple[int, str, str]:
+    done = subprocess.run([path, "--kubeconfig", str(kubeconfig), *argv], capture_output=True, text=True,
+                          timeout=60)
+    return done.returncode, normalise(done.stdout), normalise(done.stderr)
+
+
+def _ns(side_client: Any, name: str) -> None:
+    core = client.CoreV1Api(side_client)
+    try:
+        core.create_namespace({"metadata": {"name": name}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # upstream refuses pods until the namespace's ServiceAccount exists
+        try:
+            core.read_namespaced_service_account("default", name)
+            return
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            time.sleep(0.1)
+    raise AssertionError(f"no default ServiceAccount in namespace {name}")
+
+
+@pytest.mark.parametrize("version,path", kubectl_versions(), ids=[v for v, _ in kubectl_versions()])
+def test_kubectl_battery(report, upstream_cluster, embedded_cluster, tmp_path, version, path):
+    if not Path(path).exists():
+        pytest.fail(f"kubectl {version} missing at {path}")
+    ns = "kubectl-" + version.replace(".", "-")
+    for c in (embedded_cluster, upstream_cluster):
+        _ns(c.api_client(), ns)
+    open_ = []
+    for case, argv in kubectl_battery(ns, tmp_path):
+        up = run_kubectl(path, upstream_cluster.kubeconfig, argv)
+        emb = run_kubectl(path, embedded_cluster.kubeconfig, argv)
+        diffs = []
+        if up[0] != emb[0]:
+            diffs.append(("exit code", f"embedded {emb[0]} != upstream {up[0]}"))
+        if up[1] != emb[1]:
+            diffs.append(("stdout", f"embedded {emb[1]!r} != upstream {up[1]!r}"))
+        if up[2] != emb[2]:
+            diffs.append(("stderr", f"embedded {emb[2]!r} != upstream {up[2]!r}"))
+        for kind, detail in report.add("kubectl", f"kubectl {version}: {case}", diffs):
+            open_.append(f"{case}: {kind}: {detail}")
+    assert not open_, "\n".join(open_)
+
+
+# -- the official client ----------------------------------------------------------------------------
+def outcome(call) -> dict[str, Any]:  # noqa: ANN001
+    """What a user can observe of one call: status code, Status reason, message, causes."""
+    try:
+        result = call()
+    except ApiException as exc:
+        body: dict[str, Any] = {}
+        try:
+            body = json.loads(exc.body or "{}")
+        except ValueError:
+            pass
+        causes = sorted((c.get("reason"), c.get("field")) for c in (body.get("details") or {}).get("causes") or [])
+        return {"code": exc.status, "reason": body.get("reason"), "message": normalise(body.get("message") or ""),
+                "causes": causes}
+    return {"code": 200, "result": result}
+
+
+def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
+    core = client.CoreV1Api(api)
+    out: list[tuple[str, dict[str, Any]]] = []
+
+    def case(name: str, call, view=lambda r: r) -> Any:  # noqa: ANN001
+        o = outcome(call)
+        if "result" in o:
+            o = {"code": 200, "view": view(o["result"])}
+        out.append((name, o))
+        return o
+
+    meta = lambda o: o.metadata  # noqa: E731
+    case("create configmap", lambda: core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "c1", "labels": {"set": "a"}}, "data": {"k": "v"}}), lambda o: meta(o).name)
+    first = core.read_namespaced_config_map("c1", ns)
+    case("update with the current resourceVersion", lambda: core.replace_namespaced_config_map(
+        "c1", ns, {"metadata": {"name": "c1", "resourceVersion": first.metadata.resource_version},
+                   "data": {"k": "v2"}}), lambda o: o.data)
+    case("update with a stale resourceVersion (409)", lambda: core.replace_namespaced_config_map(
+        "c1", ns, {"metadata": {"name": "c1", "resourceVersion": first.metadata.resource_version},
+                   "data": {"k": "v3"}}))
+    case("create with an invalid name (422 causes)", lambda: core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "Bad_Name"}, "data": {}}))
+    case("create a pod without containers (422 causes)", lambda: core.create_namespaced_pod(
+        ns, {"metadata": {"name": "bad"}, "spec": {"containers": []}}))
+    case("create a pod with a GPU request but no limit (422)", lambda: core.create_namespaced_pod(
+        ns, {"metadata": {"name": "bad2"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+            "requests": {"nvidia.com/gpu": "1"}}}]}}))
+    case("create a pod whose GPU request differs from its limit (422)", lambda: core.create_namespaced_pod(
+        ns, {"metadata": {"name": "bad3"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+            "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}}]}}))
+    case("create a pod with a fractional GPU (422)", lambda: core.create_namespaced_pod(
+        ns, {"metadata": {"name": "bad4"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+            "limits": {"nvidia.com/gpu": "500m"}}}]}}))
+    case("get a missing configmap (404)", lambda: core.read_namespaced_config_map("nope", ns))
+    case("delete a missing configmap (404)", lambda: core.delete_namespaced_config_map("nope", ns))
+    case("dry-run create", lambda: core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "dry"}}, dry_run="All"), lambda o: meta(o).name)
+    case("dry-run object not stored (404)", lambda: core.read_namespaced_config_map("dry", ns))
+    for i in range(5):
+        core.create_namespaced_config_map(ns, {"metadata": {"name": f"page-{i}", "labels": {"set": "page"}}})
+    page = core.list_namespaced_config_map(ns, label_selector="set=page", limit=2)
+    case("list with limit=2", lambda: page, lambda o: ([i.metadata.name for i in o.items], bool(o.metadata._continue),
+                                                       o.metadata.remaining_item_count))
+    names = [i.metadata.name for i in page.items]
+    token = page.metadata._continue
+    while token:
+        nxt = core.list_namespaced_config_map(ns, label_selector="set=page", limit=2, _continue=token)
+        names += [i.metadata.name for i in nxt.items]
+        token = nxt.metadata._continue
+    out.append(("follow continue tokens to the end", {"code": 200, "view": names}))
+    case("continue with a garbage token (400/410)", lambda: core.list_namespaced_config_map(
+        ns, limit=2, _continue="garbage"))
+    # watch: from a listed resourceVersion, the next change arrives; bookmarks ignored
+    rv = core.list_namespaced_config_map(ns).metadata.resource_version
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "watched"}})
+    events = []
+    for ev in watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=rv, timeout_seconds=2):
+        events.append((ev["type"], ev["object"].metadata.name))
+        if ev["object"].metadata.name == "watched":
+            break
+    out.append(("watch resumes from a resourceVersion", {"code": 200, "view": events[-1:]}))
+    case("watch from resourceVersion 1 (410 or replay)", lambda: _first_watch_event(core, ns, "1"))
+    # finalizers and graceful deletion
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
+    case("delete an object with a finalizer", lambda: core.delete_namespaced_config_map("held", ns),
+         lambda o: (o.status if hasattr(o, "status") else None))
+    case("it stays, with a deletionTimestamp", lambda: core.read_namespaced_config_map("held", ns),
+         lambda o: (bool(o.metadata.deletion_timestamp), o.metadata.finalizers))
+    case("adding a finalizer while deleting (422)", lambda: core.patch_namespaced_config_map(
+        "held", ns, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}))
+    core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
+    case("gone once its finalizers are removed (404)", lambda: _eventually_missing(core, "held", ns))
+    core.create_namespaced_pod(ns, {"metadata": {"name": "bound"}, "spec": {
+        "nodeName": "conformance-api-node", "containers": [{"name": "c", "image": "x"}]}})
+    case("graceful delete of a bound pod", lambda: core.delete_namespaced_pod("bound", ns),
+         lambda o: (bool(o.metadata.deletion_timestamp), o.metadata.deletion_grace_period_seconds))
+    case("the pod waits for its kubelet", lambda: core.read_namespaced_pod("bound", ns),
+         lambda o: (bool(o.metadata.deletion_timestamp), o.metadata.deletion_grace_period_seconds,
+                    o.spec.termination_grace_period_seconds))
+    case("delete with gracePeriodSeconds=0", lambda: core.delete_namespaced_pod("bound", ns, grace_period_seconds=0),
+         lambda o: o.metadata.name)
+    case("then it is gone (404)", lambda: _eventually_missing(core, "bound", ns, kind="pod"))
+    core.create_namespaced_pod(ns, {"metadata": {"name": "free"}, "spec": {
+        "schedulerName": SCHEDULER, "containers": [{"name": "c", "image": "x"}]}})
+    case("delete of an unbound pod is immediate", lambda: (core.delete_namespaced_pod("free", ns),
+                                                           _eventually_missing(core, "free", ns, kind="pod"))[1])
+    case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
+    case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
+    return out
+
+
+def _first_watch_event(core: Any, ns: str, rv: str) -> str:
+    for ev in watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=rv, timeout_seconds=2):
+        return ev["type"]
+    return "none"
+
+
+def _eventually_missing(core: Any, name: str, ns: str, kind: str = "configmap") -> Any:
+    read = core.read_namespaced_pod if kind == "pod" else core.read_namespaced_config_map
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            read(name, ns)
+        except ApiException:
+            raise
+        time.sleep(0.05)
+    return "still present"
+
+
+def _bind(core: Any, ns: str) -> Any:
+    core.create_namespaced_pod(ns, {"metadata": {"name": "tobind"}, "spec": {
+        "schedulerName": SCHEDULER, "containers": [{"name": "c", "image": "x"}]}})
+    core.create_namespaced_binding(ns, {"metadata": {"name": "tobind"},
+                                        "target": {"apiVersion": "v1", "kind": "Node", "name": "n-bind"}},
+                                   _preload_content=False)
+    pod = core.read_namespaced_pod("tobind", ns)
+    conds = {c.type: c.status for c in pod.status.conditions or []}
+    return pod.spec.node_name, conds.get("PodScheduled")
+
+
+def test_client_battery(report, upstream_cluster, embedded_cluster):
+    ns = "client-battery"
+    results = {}
+    for name, c in (("embedded", embedded_cluster), ("upstream", upstream_cluster)):
+        _ns(c.api_client(), ns)
+        results[name] = client_battery(c.api_client(), ns)
+    open_ = []
+    for (case, emb), (case_up, up) in zip(results["embedded"], results["upstream"], strict=True):
+        assert case == case_up
+        diffs = [] if emb == up else [("outcome", f"embedded {emb} != upstream {up}")]
+        for kind, detail in report.add("client", case, diffs):
+            open_.append(f"{case}: {kind}: {detail}")
+    assert not open_, "\n".join(open_)

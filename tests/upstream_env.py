@@ -1,0 +1,29 @@
+"""The upstream binaries for tests: skip only where Go is absent (saying so); where Go is present, build
+what is missing with scripts/upstream-build (cached, so normally a no-op) and fail if that fails."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mockgpu.backends.upstream import binaries
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def require_upstream() -> Path:
+    """The folder of upstream binaries; pytest.skip only when ``go`` is not installed."""
+    if binaries.missing(binaries.ALL) is None:
+        return binaries.bin_dir()
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed: the upstream control plane cannot be built here "
+                    "(install Go, then ./scripts/upstream-build)")
+    done = subprocess.run([str(ROOT / "scripts" / "upstream-build")], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/upstream-build failed: {done.stderr[-2000:]}")
+    problem = binaries.missing(binaries.ALL)
+    assert problem is None, problem
+    return binaries.bin_dir()
