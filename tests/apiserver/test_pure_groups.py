@@ -23,7 +23,8 @@ def _err(fn, *args, **kw) -> dict:
 
 def test_group_list_names_each_group_with_its_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
-    assert set(groups) == {"coordination.k8s.io", "events.k8s.io", "authorization.k8s.io", "authentication.k8s.io"}
+    assert set(groups) == {"coordination.k8s.io", "events.k8s.io", "authorization.k8s.io", "authentication.k8s.io",
+                           "apps", "batch"}
     assert groups["coordination.k8s.io"]["preferredVersion"] == {"groupVersion": "coordination.k8s.io/v1",
                                                                  "version": "v1"}
     assert "kind" not in groups["coordination.k8s.io"]  # entries of APIGroupList carry no TypeMeta
@@ -35,8 +36,8 @@ def test_group_resource_list_and_unknown_group():
     assert doc["resources"] == [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
                                  "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
                                            "watch"]}]
-    assert discovery.group_resource_list("apps/v1") is None
-    assert discovery.api_group("apps") is None
+    assert discovery.group_resource_list("policy/v1") is None
+    assert discovery.api_group("policy") is None
     assert discovery.api_group("events.k8s.io")["versions"] == [{"groupVersion": "events.k8s.io/v1",
                                                                   "version": "v1"}]
 
@@ -222,7 +223,8 @@ def test_openapi_root_lists_a_document_per_group_version():
     from mockgpu.control.apiserver import openapi
 
     paths = openapi.openapi_v3_root()["paths"]
-    assert set(paths) == {"api/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1"}
+    assert set(paths) == {"api/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/apps/v1",
+                          "apis/batch/v1"}
     assert paths["apis/coordination.k8s.io/v1"]["serverRelativeURL"].startswith(
         "/openapi/v3/apis/coordination.k8s.io/v1?hash=")
 

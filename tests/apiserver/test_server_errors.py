@@ -81,7 +81,7 @@ CASES = [
      "application/json", 400, "BadRequest"),
     ("unknown-resource", "GET", "/api/v1/widgets", None, "application/json", 404, "NotFound"),
     ("watch-unknown-resource", "GET", "/api/v1/widgets?watch=true", None, "application/json", 404, "NotFound"),
-    ("unknown-group", "GET", "/apis/apps/v1/deployments", None, "application/json", 404, "NotFound"),
+    ("unknown-group", "GET", "/apis/policy/v1/poddisruptionbudgets", None, "application/json", 404, "NotFound"),
     ("bad-media-type", "POST", POD_PATH, b"x", "text/plain", 415, "UnsupportedMediaType"),
     ("patch-collection", "PATCH", POD_PATH, b"{}", "application/merge-patch+json", 405, "MethodNotAllowed"),
     ("bad-label-selector", "GET", POD_PATH + "?labelSelector=a%20in%20(", None, "application/json", 400, "BadRequest"),

@@ -45,7 +45,7 @@ def test_group_discovery_documents(raw):
     assert "coordination.k8s.io" in {i["metadata"]["name"] for i in json.loads(body)["items"]}
 
 
-@pytest.mark.parametrize("path", ["/apis/apps", "/apis/apps/v1", "/apis/coordination.k8s.io/v2",
+@pytest.mark.parametrize("path", ["/apis/policy", "/apis/policy/v1", "/apis/coordination.k8s.io/v2",
                                   "/apis/coordination.k8s.io/v1/namespaces/default/pods",
                                   "/apis/coordination.k8s.io/v2/namespaces/default/leases"],
                          ids=["group", "group-version", "version", "core-resource-in-group", "unserved-version"])

@@ -90,7 +90,7 @@ class EmbeddedCluster:
                  home: str | Path | None = None, kubeconfig: str | Path | None = None, in_process: bool = True,
                  delete_on_exit: bool = False, bookmark_interval: float = 5.0, history: int = 10000,
                  kubelets: bool = False, scheduler: bool = False, scheduler_config: str | Path | None = None,
-                 kubelet_options: Any = None) -> None:
+                 kubelet_options: Any = None, controllers: bool | None = None) -> None:
         self.spec = resolve_spec(spec)
         self.name = name or self.spec.name
         self.state = ClusterState.of(self.name, home)
@@ -100,6 +100,7 @@ class EmbeddedCluster:
         self.history = history  # watch events kept for resuming (older versions get 410 Gone)
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.kubelets, self.scheduler = kubelets, scheduler
+        self.controllers = scheduler if controllers is None else controllers  # workload controllers
         self.scheduler_config = Path(scheduler_config) if scheduler_config else None
         self.kubelet_options = kubelet_options  # mockgpu.control.kubelet.kubelet.KubeletOptions
         self.control_plane: ControlPlane | None = None
@@ -127,9 +128,10 @@ class EmbeddedCluster:
                                                  history=self.history, seed_nodes=not self.kubelets)
                 self.server.start_background()
                 port = self.server.port
-                if self.kubelets or self.scheduler:
+                if self.kubelets or self.scheduler or self.controllers:
                     self.control_plane = ControlPlane(self.state, self.server.url, self.token,
                                                       kubelets=self.kubelets, scheduler=self.scheduler,
+                                                      controllers=self.controllers,
                                                       scheduler_config=sched_config,
                                                       kubelet_options=self.kubelet_options).start()
             else:

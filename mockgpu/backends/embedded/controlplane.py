@@ -1,7 +1,9 @@
-"""The embedded cluster's control plane beyond the API server: the scheduler loop and one kubelet per node.
+"""The embedded cluster's control plane beyond the API server: the scheduler loop, the controllers (Deployments,
+ReplicaSets, Jobs, garbage collection) and one kubelet per node.
 
 ``ControlPlane(state, url, token)``: ``start()`` starts the scheduler (W2's ``mockgpu.control.scheduler``)
-with the cluster's KubeSchedulerConfiguration, then a ``Kubelet`` per spec node (threads in this process;
+with the cluster's KubeSchedulerConfiguration, the controllers (``mockgpu.control.controllers``; on by default
+wherever the scheduler is), then a ``Kubelet`` per spec node (threads in this process;
 device plugins and containers are subprocesses), and returns once every node is Ready with its device
 plugins registered. ``stop()`` stops the kubelets (containers, plugins) and the scheduler: nothing they
 started outlives it. Node state lives under ``<state>/nodes/<node>/`` (driver dir, device plugin dir with the
@@ -50,11 +52,13 @@ def remove_node_dirs(state: ClusterState) -> None:
 
 class ControlPlane:
     def __init__(self, state: ClusterState, url: str, token: str, *, kubelets: bool = True, scheduler: bool = True,
-                 scheduler_config: SchedulerConfig | None = None, kubelet_options: KubeletOptions | None = None,
-                 ready_timeout: float = 30.0) -> None:
+                 controllers: bool | None = None, scheduler_config: SchedulerConfig | None = None,
+                 kubelet_options: KubeletOptions | None = None, ready_timeout: float = 30.0) -> None:
         self.state = state
         self.url, self.token = url, token
         self.want_kubelets, self.want_scheduler = kubelets, scheduler
+        self.want_controllers = scheduler if controllers is None else controllers  # on wherever the scheduler is
+        self.controllers: Any = None
         self.scheduler_config = scheduler_config
         self.kubelet_options = kubelet_options
         self.ready_timeout = ready_timeout
@@ -88,6 +92,11 @@ class ControlPlane:
                 config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
                 self.scheduler = Scheduler(self.api_client(), config).start()
                 mark("scheduler started")
+            if self.want_controllers:
+                from mockgpu.control.controllers import ControllerManager
+
+                self.controllers = ControllerManager(self.api_client()).start()
+                mark("controllers started")
             if self.want_kubelets:
                 for k in self.kubelets.values():
                     k.start_api()
@@ -112,7 +121,10 @@ class ControlPlane:
         return k
 
     def stop(self) -> None:
-        """Kubelets (in parallel) then the scheduler."""
+        """Controllers, kubelets (in parallel), then the scheduler."""
+        if self.controllers is not None:
+            self.controllers.stop()
+            self.controllers = None
         threads = [threading.Thread(target=k.stop, name=f"stop-{n}") for n, k in self.kubelets.items()]
         for t in threads:
             t.start()

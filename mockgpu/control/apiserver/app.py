@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import access, discovery, eventsv1, openapi, protobuf
+from mockgpu.control.apiserver import access, discovery, eventsv1, openapi, protobuf, workloads
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -137,6 +137,8 @@ class APIApp:
             return await serve_watch(request, self, t.info, t.namespace, t.name)
         if verb == "list":
             return self._list(request, t.info, t.namespace)
+        if t.sub == "scale":
+            return await self._scale(request, t, verb)
         if verb == "get":
             obj = self.api.get(t.info, ns, t.name or "")
             if t.sub == "log":
@@ -228,6 +230,38 @@ class APIApp:
         new = self._stored_form(t.info, patched, strict)
         self._check_event_update(t.info, ns, name, new)
         return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
+
+    async def _scale(self, request: web.Request, t: Target, verb: str) -> web.Response:
+        """``<deployments|replicasets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
+        from mockgpu.control.apiserver.patch import apply_patch
+
+        ns, name = t.namespace or "", t.name or ""
+        current = self.api.get(t.info, ns, name)
+        if verb == "get":
+            return json_response(workloads.to_scale(current))
+        body = await self._body(request)
+        if verb == "patch":
+            ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if ctype not in PATCH_TYPES:
+                raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
+            body = apply_patch(workloads.to_scale(current), body, ctype)
+        if not isinstance(body, dict) or not isinstance(body.get("metadata") or {}, dict) \
+                or not isinstance(body.get("spec") or {}, dict):
+            raise st.bad_request("the object provided is unrecognized (must be of type Scale)")
+        replicas = (body.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            raise st.bad_request("Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal "
+                                 f"{_json_type(replicas)} into Go struct field ScaleSpec.spec.replicas of type int32")
+        errs = workloads.scale_errors(body)
+        if errs:
+            raise st.invalid("Scale", name, errs, "autoscaling")
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
+            raise st.conflict(t.info.plural, name, t.info.group)
+        new = {**current, "spec": {**current.get("spec", {}), "replicas": replicas}}
+        dry_run = "All" in request.query.getall("dryRun", [])
+        obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
+        return json_response(workloads.to_scale(obj))
 
     # ---- events.k8s.io: another view of the core events -------------------------------------------------
 
@@ -355,6 +389,10 @@ class APIApp:
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
         return json_response(self.present(info, obj), status)
+
+
+def _json_type(value: object) -> str:
+    return {bool: "bool", str: "string", list: "array", dict: "object", float: "number"}.get(type(value), "value")
 
 
 def _without_type_meta(obj: Obj) -> Obj:

@@ -4,7 +4,8 @@ kubectl and the Python client find resources through these documents, so their s
 kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
 embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
-Events over the core Event storage, and the self-reviews for ``kubectl auth can-i`` and ``whoami``).
+Events over the core Event storage, apps/v1 Deployments and ReplicaSets, batch/v1 Jobs, and the self-reviews
+for ``kubectl auth can-i`` and ``whoami``).
 """
 
 from __future__ import annotations
@@ -94,12 +95,25 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
         "selfsubjectrulesreviews": ResourceInfo("selfsubjectrulesreviews", "selfsubjectrulesreview",
                                                 "SelfSubjectRulesReview", False, ("create",),
                                                 group="authorization.k8s.io")},
+    "apps/v1": {
+        "deployments": ResourceInfo("deployments", "deployment", "Deployment", True, short_names=("deploy",),
+                                    categories=("all",), group="apps", subresources=(
+                                        Subresource("scale", "Scale", _STATUS, "autoscaling", "v1"),
+                                        Subresource("status", "Deployment", _STATUS))),
+        "replicasets": ResourceInfo("replicasets", "replicaset", "ReplicaSet", True, short_names=("rs",),
+                                    categories=("all",), group="apps", subresources=(
+                                        Subresource("scale", "Scale", _STATUS, "autoscaling", "v1"),
+                                        Subresource("status", "ReplicaSet", _STATUS)))},
+    "batch/v1": {
+        "jobs": ResourceInfo("jobs", "job", "Job", True, categories=("all",), group="batch", subresources=(
+            Subresource("status", "Job", _STATUS),))},
     "authentication.k8s.io/v1": {
         "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
                                            ("create",), group="authentication.k8s.io")},
 }
 
-KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {"Lease": "leases"}
+KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {
+    "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
 
 
 def served(group_version: str) -> dict[str, ResourceInfo] | None:
@@ -186,7 +200,8 @@ def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
         entry["shortNames"] = list(info.short_names)
     if info.categories:
         entry["categories"] = list(info.categories)
-    subs = [{"subresource": s.name, "responseKind": {"group": s.group, "version": s.version or "v1", "kind": s.kind},
+    subs = [{"subresource": s.name, "responseKind": {"group": s.group or info.group, "version": s.version or "v1",
+                                                     "kind": s.kind},
              "verbs": list(s.verbs)} for s in info.subresources]
     if subs:
         entry["subresources"] = subs

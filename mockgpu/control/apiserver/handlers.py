@@ -19,7 +19,7 @@ from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
-STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces"}
+STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
@@ -36,6 +36,13 @@ class DeleteOptions:
     uid: str | None = None  # preconditions
     resource_version: str | None = None
     dry_run: bool = False
+    propagation: str | None = None  # Foreground, Background, Orphan; None: the resource's default
+
+
+#: kinds whose dependents the garbage collector handles, and their default propagation (batch/v1 Jobs orphan
+#: their pods unless told otherwise, for compatibility, as upstream's job strategy says)
+GC_DEFAULT_POLICY = {"deployments": "Background", "replicasets": "Background", "jobs": "Orphan"}
+_GC_FINALIZER = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
 
 
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -82,12 +89,13 @@ class ResourceAPI:
                     break
         if info.namespaced:
             self.require_namespace(ns)
+        uid = meta["uid"] = str(uuid.uuid4())  # before validation, as BeforeCreate: a Job's selector names it
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
             raise st.already_exists(info.plural, name, info.group)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid
         meta["creationTimestamp"] = now_rfc3339()
         if dry_run:
             meta["resourceVersion"] = ""
@@ -195,6 +203,9 @@ class ResourceAPI:
         if info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
             raise st.forbidden(resource="namespaces", name=name, reason="this namespace may not be deleted")
         grace = self._grace(info, old, opts)
+        policy = opts.propagation or GC_DEFAULT_POLICY.get(info.plural)
+        if info.plural in GC_DEFAULT_POLICY and policy in _GC_FINALIZER:
+            return self._delete_with_finalizer(info, old, _GC_FINALIZER[policy], opts.dry_run)
         if grace == 0 and not meta.get("finalizers"):
             if opts.dry_run:
                 return old, True
@@ -211,6 +222,19 @@ class ResourceAPI:
         if info.plural == "namespaces":
             new.setdefault("status", {})["phase"] = "Terminating"
         if opts.dry_run:
+            return new, False
+        return self.store.update(info.plural, new, old), False
+
+    def _delete_with_finalizer(self, info: ResourceInfo, old: Obj, finalizer: str, dry_run: bool) -> tuple[Obj, bool]:
+        """Foreground or orphan deletion: the object stays, marked, with the finalizer the garbage collector
+        removes once the dependents are deleted (foreground) or released (orphan)."""
+        new = copy.deepcopy(old)
+        meta = new["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f not in _GC_FINALIZER.values()]
+        meta["finalizers"] = finalizers + [finalizer]
+        meta.setdefault("deletionTimestamp", now_rfc3339())
+        meta.setdefault("deletionGracePeriodSeconds", 0)
+        if dry_run or new == old:
             return new, False
         return self.store.update(info.plural, new, old), False
 

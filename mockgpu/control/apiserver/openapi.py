@@ -81,6 +81,28 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         holderIdentity=S, leaseDurationSeconds=INT32, acquireTime=S, renewTime=S, leaseTransitions=INT32,
         strategy=S, preferredHolder=S, __go__="LeaseSpec"), __go__="Lease"),
 }
+_INT_OR_STRING: Any = ANY  # maxSurge / maxUnavailable: an integer or a percent string (validation checks them)
+_SELECTOR = _obj(matchLabels=MAP, matchExpressions=[_obj(key=S, operator=S, values=SL,
+                                                        __go__="LabelSelectorRequirement")], __go__="LabelSelector")
+_TEMPLATE = _obj(metadata=OBJECT_META, spec=POD_SPEC, __go__="PodTemplateSpec")
+SCHEMAS.update({
+    "Deployment": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        replicas=INT32, selector=_SELECTOR, template=_TEMPLATE, minReadySeconds=INT32, revisionHistoryLimit=INT32,
+        paused=B, progressDeadlineSeconds=INT32, strategy=_obj(type=S, rollingUpdate=_obj(
+            maxUnavailable=_INT_OR_STRING, maxSurge=_INT_OR_STRING, __go__="RollingUpdateDeployment"),
+            __go__="DeploymentStrategy"), __go__="DeploymentSpec"),
+        status=_STATUS | {GO: "DeploymentStatus"}, __go__="Deployment"),
+    "ReplicaSet": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        replicas=INT32, minReadySeconds=INT32, selector=_SELECTOR, template=_TEMPLATE, __go__="ReplicaSetSpec"),
+        status=_STATUS | {GO: "ReplicaSetStatus"}, __go__="ReplicaSet"),
+    "Job": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        "podFailurePolicy", "successPolicy",
+        parallelism=INT32, completions=INT32, activeDeadlineSeconds=INT, backoffLimit=INT32,
+        backoffLimitPerIndex=INT32, maxFailedIndexes=INT32, selector=_SELECTOR, manualSelector=B,
+        template=_TEMPLATE, ttlSecondsAfterFinished=INT32, completionMode=S, suspend=B, podReplacementPolicy=S,
+        managedBy=S, __go__="JobSpec"),
+        status=_STATUS | {GO: "JobStatus"}, __go__="Job"),
+})
 
 
 def unknown_fields(kind: str, obj: Any) -> list[str]:

@@ -3,8 +3,10 @@
 kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``) send
 ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` and a ``runtime.Unknown`` envelope whose
 ``raw`` field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the
-fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1) and
-ObjectMeta that a client sets on create are decoded; other kinds are 415 (responses are always JSON, which
+fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1), the
+Deployments, ReplicaSets and Jobs of ``kubectl create deployment|job`` (``k8s.io/api/{apps,batch}/v1``, their
+pod template's common PodSpec and Container fields) and ObjectMeta that a client sets on create are decoded;
+other kinds are 415 (responses are always JSON, which
 every client also accepts).
 """
 
@@ -19,11 +21,12 @@ from mockgpu.control.apiserver import status as st
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 
-# field number -> (name, how): "str", "int", "bool", "map", "bmap" (map<string, bytes>), "strs", or a schema dict
+# field number -> (name, how): "str", "int", "bool", "int0"/"bool0" (dropped when zero), "intstr", "qmap" (quantities),
+# "map", "bmap" (map<string, bytes>), "strs", or a schema dict
 _OWNER = {1: ("kind", "str"), 3: ("name", "str"), 4: ("uid", "str"), 5: ("apiVersion", "str"),
           6: ("controller", "bool"), 7: ("blockOwnerDeletion", "bool")}
 _META = {1: ("name", "str"), 2: ("generateName", "str"), 3: ("namespace", "str"), 5: ("uid", "str"),
-         6: ("resourceVersion", "str"), 7: ("generation", "int"), 11: ("labels", "map"),
+         6: ("resourceVersion", "str"), 7: ("generation", "int0"), 11: ("labels", "map"),
          12: ("annotations", "map"), 13: ("ownerReferences", [_OWNER]), 14: ("finalizers", "strs")}
 _KINDS: dict[str, dict[int, tuple[str, Any]]] = {
     "ConfigMap": {1: ("metadata", _META), 2: ("data", "map"), 3: ("binaryData", "bmap"), 4: ("immutable", "bool")},
@@ -39,6 +42,46 @@ _KINDS: dict[str, dict[int, tuple[str, Any]]] = {
     "SelfSubjectRulesReview": {1: ("metadata", _META), 2: ("spec", {1: ("namespace", "str")})},
     "SelfSubjectReview": {1: ("metadata", _META)},  # authentication/v1 (kubectl auth whoami)
 }
+
+
+# pod templates (apps/v1, batch/v1): the PodSpec and Container fields a client sets; volumes, probes, affinity and
+# security contexts are not decoded (a body using them must be sent as JSON)
+_SELECTOR = {1: ("matchLabels", "map"), 2: ("matchExpressions", [{1: ("key", "str"), 2: ("operator", "str"),
+                                                                   3: ("values", "strs")}])}
+_RESOURCES = {1: ("limits", "qmap"), 2: ("requests", "qmap")}
+_CONTAINER = {1: ("name", "str"), 2: ("image", "str"), 3: ("command", "strs"), 4: ("args", "strs"),
+              5: ("workingDir", "str"),
+              6: ("ports", [{1: ("name", "str"), 2: ("hostPort", "int0"), 3: ("containerPort", "int"),
+                             4: ("protocol", "str"), 5: ("hostIP", "str")}]),
+              7: ("env", [{1: ("name", "str"), 2: ("value", "str")}]), 8: ("resources", _RESOURCES),
+              13: ("terminationMessagePath", "str"), 14: ("imagePullPolicy", "str"), 16: ("stdin", "bool0"),
+              17: ("stdinOnce", "bool0"), 18: ("tty", "bool0"), 20: ("terminationMessagePolicy", "str"),
+              24: ("restartPolicy", "str")}
+_POD_SPEC = {2: ("containers", [_CONTAINER]), 3: ("restartPolicy", "str"), 4: ("terminationGracePeriodSeconds", "int"),
+             5: ("activeDeadlineSeconds", "int"), 6: ("dnsPolicy", "str"), 7: ("nodeSelector", "map"),
+             8: ("serviceAccountName", "str"), 10: ("nodeName", "str"), 19: ("schedulerName", "str"),
+             20: ("initContainers", [_CONTAINER]),
+             22: ("tolerations", [{1: ("key", "str"), 2: ("operator", "str"), 3: ("value", "str"),
+                                   4: ("effect", "str"), 5: ("tolerationSeconds", "int")}]),
+             24: ("priorityClassName", "str"), 25: ("priority", "int")}
+_TEMPLATE = {1: ("metadata", _META), 2: ("spec", _POD_SPEC)}
+_KINDS.update({
+    "Deployment": {1: ("metadata", _META), 2: ("spec", {
+        1: ("replicas", "int"), 2: ("selector", _SELECTOR), 3: ("template", _TEMPLATE),
+        4: ("strategy", {1: ("type", "str"), 2: ("rollingUpdate", {1: ("maxUnavailable", "intstr"),
+                                                                   2: ("maxSurge", "intstr")})}),
+        5: ("minReadySeconds", "int0"), 6: ("revisionHistoryLimit", "int"), 7: ("paused", "bool0"),
+        9: ("progressDeadlineSeconds", "int")}), 3: ("status", {})},
+    "ReplicaSet": {1: ("metadata", _META), 2: ("spec", {1: ("replicas", "int"), 2: ("selector", _SELECTOR),
+                                                        3: ("template", _TEMPLATE), 4: ("minReadySeconds", "int0")}),
+                   3: ("status", {})},
+    "Job": {1: ("metadata", _META), 2: ("spec", {
+        1: ("parallelism", "int"), 2: ("completions", "int"), 3: ("activeDeadlineSeconds", "int"),
+        4: ("selector", _SELECTOR), 5: ("manualSelector", "bool"), 6: ("template", _TEMPLATE),
+        7: ("backoffLimit", "int"), 8: ("ttlSecondsAfterFinished", "int"), 9: ("completionMode", "str"),
+        10: ("suspend", "bool"), 12: ("backoffLimitPerIndex", "int"), 13: ("maxFailedIndexes", "int"),
+        14: ("podReplacementPolicy", "str"), 15: ("managedBy", "str")}), 3: ("status", {})},
+})
 
 
 class _Bad(ValueError):
@@ -90,10 +133,25 @@ def _message(buf: bytes, schema: dict[int, tuple[str, Any]]) -> dict[str, Any]:
         if num not in schema:
             continue
         name, how = schema[num]
-        if how == "str":
-            out[name] = _text(value)
-        elif how == "int":
-            out[name] = int(value) if isinstance(value, int) else 0
+        if how == "str":  # Go marshals an empty string field too; JSON omits it (omitempty), so drop it
+            text = _text(value)
+            if text:
+                out[name] = text
+        elif how == "int":  # int32/int64 varints: negative values are 64-bit two's complement
+            n = int(value) if isinstance(value, int) else 0
+            out[name] = n - 2**64 if n >= 2**63 else n
+        elif how in ("int0", "bool0"):  # non-pointer Go fields: always marshaled, omitted from JSON when zero
+            if value:
+                out[name] = bool(value) if how == "bool0" else int(value)
+        elif how == "intstr":  # intstr.IntOrString: type 0 → intVal, 1 → strVal
+            v = _message(value if isinstance(value, bytes) else b"", {1: ("type", "int"), 2: ("intVal", "int"),
+                                                                     3: ("strVal", "str")})
+            out[name] = v.get("strVal", "") if v.get("type") == 1 else v.get("intVal", 0)
+        elif how == "qmap":  # map<string, resource.Quantity>; a Quantity is a message holding its string
+            entry = dict(_fields(value if isinstance(value, bytes) else b""))
+            qty = entry.get(2, b"")
+            text = dict(_fields(qty)).get(1, b"") if isinstance(qty, bytes) else b""
+            out.setdefault(name, {})[_text(entry.get(1, b""))] = _text(text)
         elif how == "bool":
             out[name] = bool(value)
         elif how == "strs":

@@ -165,8 +165,19 @@ def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
         raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type []string")
     dry = "All" in q.getall("dryRun", []) or "All" in dry_body
     uid, rv = pre.get("uid"), pre.get("resourceVersion")
+    policy = q.get("propagationPolicy") or body.get("propagationPolicy")
+    orphan = q.get("orphanDependents") or body.get("orphanDependents")
+    if policy is not None and orphan is not None:
+        raise st.invalid("DeleteOptions", "", [st.field_invalid("propagationPolicy", policy, "orphanDependents and "
+                                                                "deletionPropagation cannot be both set")],
+                         "meta.k8s.io")
+    if policy is not None and policy not in ("Foreground", "Background", "Orphan"):
+        raise st.invalid("DeleteOptions", "", [st.field_not_supported("propagationPolicy", policy, (
+            "Foreground", "Background", "Orphan", "nil"))], "meta.k8s.io")
+    if orphan is not None:
+        policy = "Orphan" if orphan in (True, *TRUE) else "Background"
     return DeleteOptions(grace_period=grace, uid=None if uid is None else str(uid),
-                         resource_version=None if rv is None else str(rv), dry_run=dry)
+                         resource_version=None if rv is None else str(rv), dry_run=dry, propagation=policy)
 
 
 def sort_key(obj: Obj) -> tuple[str, str]:

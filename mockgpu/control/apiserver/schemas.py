@@ -10,13 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 _META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
-               "StatusCause", "Time", "MicroTime"}
+               "StatusCause", "Time", "MicroTime", "LabelSelector", "LabelSelectorRequirement"}
 _PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
             "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding",
             "Service": "V1Service"}
 #: the kinds of each named group-version as the official client's models, and the group of their sub-types
 GROUP_PY_KINDS: dict[str, dict[str, str]] = {"coordination.k8s.io/v1": {"Lease": "V1Lease"},
-                                             "events.k8s.io/v1": {"Event": "EventsV1Event"}}
+                                             "events.k8s.io/v1": {"Event": "EventsV1Event"},
+                                             "apps/v1": {"Deployment": "V1Deployment", "ReplicaSet": "V1ReplicaSet"},
+                                             "batch/v1": {"Job": "V1Job"}}
+#: model-name prefixes of the apps and batch groups' sub-types (``V1DeploymentSpec``, ``V1PodFailurePolicyRule``)
+_PY_GROUP_PREFIXES = (("V1Deployment", "apps"), ("V1ReplicaSet", "apps"), ("V1RollingUpdateDeployment", "apps"),
+                      ("V1Job", "batch"), ("V1PodFailurePolicy", "batch"), ("V1SuccessPolicy", "batch"),
+                      ("V1UncountedTerminatedPods", "batch"))
 _PY_GROUP = {"V1Lease": "coordination", "V1LeaseSpec": "coordination", "EventsV1Event": "events",
              "EventsV1EventSeries": "events"}
 #: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say
@@ -48,7 +54,8 @@ def schema_name(model: str) -> str:
     short = model.removeprefix("CoreV1").removeprefix("EventsV1").removeprefix("V1")
     if short in _META_TYPES:
         return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
-    return f"io.k8s.api.{_PY_GROUP.get(model, 'core')}.v1.{short}"
+    group = _PY_GROUP.get(model) or next((g for p, g in _PY_GROUP_PREFIXES if model.startswith(p)), "core")
+    return f"io.k8s.api.{group}.v1.{short}"
 
 
 def _type_schema(t: str, todo: list[str]) -> dict[str, Any]:

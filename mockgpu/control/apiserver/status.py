@@ -48,6 +48,7 @@ class FieldError:
     type: str
     detail: str = ""
     value: Any = None
+    omit_value: bool = False  # upstream's field.OmitValueType{}: "Invalid value: <detail>"
 
     @property
     def reason(self) -> str:
@@ -56,7 +57,7 @@ class FieldError:
     def body(self) -> str:
         """upstream ``ErrorBody()``: type text, the bad value unless the type hides it, then the detail."""
         text = _FIELD_TYPES[self.type][1]
-        if self.type not in _NO_VALUE:
+        if self.type not in _NO_VALUE and not self.omit_value:
             text += ": " + _go_value(self.value)
         return f"{text}: {self.detail}" if self.detail else text
 

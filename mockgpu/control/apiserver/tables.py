@@ -1,9 +1,9 @@
 """Server-side ``meta.k8s.io/v1`` Tables, as kube-apiserver's printers build them for ``kubectl get``.
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
-namespaces, configmaps, serviceaccounts, services, leases); like the real server every table is generated "wide", and
-kubectl hides priority-1 columns unless ``-o wide``. Other resources get upstream's default table
-(Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
+namespaces, configmaps, serviceaccounts, services, leases, deployments, replicasets, jobs); like the real server
+every table is generated "wide", and kubectl hides priority-1 columns unless ``-o wide``. Other resources get
+upstream's default table (Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
 
 from __future__ import annotations
@@ -305,6 +305,98 @@ def service_row(svc: dict[str, Any], now: datetime) -> dict[str, Any]:
                       selector]}
 
 
+# ---- apps/v1 and batch/v1 -----------------------------------------------------------------------------------
+
+_CONTAINERS = _col("Containers", "Names of each container in the template.", 1)
+_IMAGES = _col("Images", "Images referenced by each container in the template.", 1)
+DEPLOYMENT_COLUMNS = [
+    NAME, _col("Ready", "Number of the pod with ready state"),
+    _col("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired "
+                       "template spec."),
+    _col("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this "
+                      "deployment."), AGE, _CONTAINERS, _IMAGES,
+    _col("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones "
+                     "affected by this deployment. It must match the pod template's labels.", 1)]
+REPLICASET_COLUMNS = [
+    NAME, _col("Desired", "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+                          "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/"
+                          "workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+               type_="integer"),
+    _col("Current", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/"
+                    "concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+         type_="integer"),
+    _col("Ready", "readyReplicas is the number of pods targeted by this ReplicaSet with a Ready Condition.",
+         type_="integer"), AGE, _CONTAINERS, _IMAGES,
+    _col("Selector", "Selector is a label query over pods that should match the replica count. Label keys and values "
+                     "that must match in order to be controlled by this replica set. It must match the pod template's "
+                     "labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/"
+                     "#label-selectors", 1)]
+JOB_COLUMNS = [
+    NAME, _col("Status", "Status of the job."),
+    _col("Completions", "The number of pods which reached phase Succeeded. The value increases monotonically for a "
+                        "given spec. However, it may decrease in reaction to scale down of elastic indexed jobs."),
+    _col("Duration", "Time required to complete the job."), AGE, _CONTAINERS, _IMAGES,
+    _col("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field "
+                     "for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/"
+                     "#label-selectors", 1)]
+
+
+def _template_cells(obj: dict[str, Any]) -> list[str]:
+    """Containers, Images and Selector as upstream's ``layoutContainerCells`` and selector printing."""
+    from mockgpu.control.apiserver.workloads import selector_string
+
+    spec = obj.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    return [",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers),
+            selector_string(spec.get("selector"))]
+
+
+def deployment_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {"cells": [_meta(obj).get("name", ""),
+                      f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+                      int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0),
+                      since(_meta(obj).get("creationTimestamp"), now), *_template_cells(obj)]}
+
+
+def replicaset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {"cells": [_meta(obj).get("name", ""), int(spec.get("replicas") or 0), int(status.get("replicas") or 0),
+                      int(status.get("readyReplicas") or 0), since(_meta(obj).get("creationTimestamp"), now),
+                      *_template_cells(obj)]}
+
+
+def job_status_text(job: dict[str, Any]) -> str:
+    """upstream ``printJob``'s STATUS: the first true of Complete, Failed, Terminating, Suspended, FailureTarget,
+    SuccessCriteriaMet, else Running."""
+    true = {c.get("type") for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+    if "Complete" in true:
+        return "Complete"
+    if "Failed" in true:
+        return "Failed"
+    if _meta(job).get("deletionTimestamp"):
+        return "Terminating"
+    for cond in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if cond in true:
+            return cond
+    return "Running"
+
+
+def job_row(job: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    succeeded = int(status.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif int(spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    duration = "" if start is None else human_duration(((end or now) - start).total_seconds())
+    return {"cells": [_meta(job).get("name", ""), job_status_text(job), completions, duration,
+                      since(_meta(job).get("creationTimestamp"), now), *_template_cells(job)]}
+
+
 LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
                  AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
@@ -325,6 +417,9 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "serviceaccounts": (SERVICEACCOUNT_COLUMNS, _named(lambda o: [len(o.get("secrets") or [])])),
     "services": (SERVICE_COLUMNS, service_row),
     "leases": (LEASE_COLUMNS, _named(lambda o: [(o.get("spec") or {}).get("holderIdentity") or ""])),
+    "deployments": (DEPLOYMENT_COLUMNS, deployment_row),
+    "replicasets": (REPLICASET_COLUMNS, replicaset_row),
+    "jobs": (JOB_COLUMNS, job_row),
 }
 
 

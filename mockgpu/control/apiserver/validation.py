@@ -13,7 +13,7 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi
+from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi, workloads
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
@@ -29,9 +29,10 @@ from mockgpu.control.apiserver.status import (
 from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
-              "Node": False, "Namespace": False, "Lease": True, "Service": True}
+              "Node": False, "Namespace": False, "Lease": True, "Service": True, "Deployment": True,
+              "ReplicaSet": True, "Job": True}
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
-API_VERSIONS = {"Lease": "coordination.k8s.io/v1"}
+API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
@@ -103,7 +104,7 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
     if body_kind not in _REGISTERED.get(api_version, set()):
         raise bad_request(prefix + f'no kind "{body_kind}" is registered for version "{api_version}" in scheme '
                                    f'"{_SCHEME}"')
-    internal = served.split(".")[0] if "/" in served else "core"
+    internal = served.split("/")[0].split(".")[0] if "/" in served else "core"
     raise bad_request(prefix + f"converting ({version}.{body_kind}) to ({internal}.{kind}): unknown conversion")
 
 
@@ -126,10 +127,19 @@ def check_decode(kind: str, obj: dict[str, Any]) -> None:
             raise _decode_error(kind, _QUANTITY_RE_MSG) from exc
 
 
+def _pod_spec_of(kind: str, obj: dict[str, Any]) -> Any:
+    """The pod spec a kind carries: its own (Pod) or its template's (Deployment, ReplicaSet, Job)."""
+    spec = obj.get("spec") or {}
+    if kind in workloads.API_VERSIONS and isinstance(spec, dict):
+        template = spec.get("template") or {}
+        return (template.get("spec") or {}) if isinstance(template, dict) else {}
+    return spec
+
+
 def _quantities(kind: str, obj: dict[str, Any]) -> list[Any]:
     out: list[Any] = []
-    if kind == "Pod":
-        spec = obj.get("spec") or {}
+    if kind == "Pod" or kind in workloads.API_VERSIONS:
+        spec = _pod_spec_of(kind, obj)
         for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
             res = (c.get("resources") or {}) if isinstance(c, dict) else {}
             for part in ("limits", "requests"):
@@ -144,8 +154,8 @@ def _quantities(kind: str, obj: dict[str, Any]) -> list[Any]:
 def _normalize_quantities(kind: str, obj: dict[str, Any]) -> None:
     """Quantities are stored and returned in canonical string form (``2`` → ``"2"``, ``1000m`` → ``"1"``)."""
     maps: list[dict[str, Any]] = []
-    if kind == "Pod":
-        spec = obj.get("spec") or {}
+    if kind == "Pod" or kind in workloads.API_VERSIONS:
+        spec = _pod_spec_of(kind, obj)
         for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
             res = (c.get("resources") or {}) if isinstance(c, dict) else {}
             maps += [res[p] for p in ("limits", "requests") if isinstance(res.get(p), dict)]
@@ -185,6 +195,8 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
         return obj
     if kind == "Namespace":
         return defaults.default_namespace(obj)
+    if kind in workloads.API_VERSIONS:
+        return workloads.prepare(kind, obj, old, subresource)
     microtime.normalize(kind, obj)
     return obj
 
@@ -199,6 +211,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) 
     errs += {"Pod": validate_pod, "Node": validate_node, "ConfigMap": validate_configmap,
              "Binding": validate_binding, "Event": validate_event, "Lease": coordination.validate_lease}.get(
                  kind, lambda o: [])(obj)
+    if kind in workloads.API_VERSIONS:
+        errs += workloads.validate(kind, obj, old)
     if kind == "Pod" and old is not None:
         errs += validate_pod_update(obj, old)
     return errs

@@ -1,0 +1,309 @@
+"""The embedded kube-controller-manager: informers, a shared cache, one work queue and the controllers.
+
+Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments and
+Jobs. Every change enqueues the objects it concerns (the object, its controller owner, the dependents of a
+deleted owner), and one worker thread runs each key's controller — so controllers never race each other, and
+a key that changes while queued is synced once. Writes go through to the cache from the API's answers, so a
+sync that just created pods sees them on the next pass (what upstream's "expectations" achieve).
+Keys that must be looked at again later (minReadySeconds, progress deadlines, Job back-off) are requeued
+with a delay.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from mockgpu.control.apiserver.workloads import selector_matches
+from mockgpu.control.controllers.api import ControllerApi
+from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
+from mockgpu.control.scheduler.informer import Informer
+
+log = logging.getLogger("mockgpu.controllers")
+Obj = dict[str, Any]
+Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
+WATCHED = ("pods", "replicasets", "deployments", "jobs")
+OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs"}
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class Cache:
+    """Objects by plural and (namespace, name), never moved back to an older resourceVersion."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.objs: dict[str, dict[tuple[str, str], Obj]] = {p: {} for p in WATCHED}
+        self._gone: dict[tuple[str, str, str], int] = {}  # (plural, ns, name) → rv when last removed
+
+    @staticmethod
+    def _key(obj: Obj) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return meta.get("namespace") or "", meta.get("name", "")
+
+    def put(self, plural: str, obj: Obj) -> bool:
+        """Store ``obj`` unless the cache already holds a newer version; True when stored."""
+        key = self._key(obj)
+        with self.lock:
+            current = self.objs[plural].get(key)
+            if current is not None and _rv(current) > _rv(obj):
+                return False
+            if current is None and self._gone.get((plural, *key), -1) >= _rv(obj):
+                return False
+            self.objs[plural][key] = obj
+            return True
+
+    def remove(self, plural: str, obj: Obj) -> Obj | None:
+        key = self._key(obj)
+        with self.lock:
+            current = self.objs[plural].get(key)
+            if current is not None and current["metadata"].get("uid") != (obj.get("metadata") or {}).get("uid"):
+                return None  # a newer object of the same name
+            self._gone[(plural, *key)] = max(_rv(obj), _rv(current or {}))
+            return self.objs[plural].pop(key, None)
+
+    def sync(self, plural: str, items: list[Obj]) -> list[Obj]:
+        """Replace ``plural`` with a fresh list; the objects that vanished."""
+        with self.lock:
+            fresh = {self._key(o): o for o in items}
+            gone = [o for k, o in self.objs[plural].items() if k not in fresh]
+            self.objs[plural] = fresh
+            return gone
+
+    def get(self, plural: str, ns: str, name: str) -> Obj | None:
+        with self.lock:
+            return self.objs[plural].get((ns, name))
+
+    def list(self, plural: str, ns: str | None = None) -> list[Obj]:
+        with self.lock:
+            return [o for (n, _), o in sorted(self.objs[plural].items()) if ns is None or n == ns]
+
+    def owned(self, plural: str, owner: Obj) -> list[Obj]:
+        """Objects of ``plural`` whose controller reference names ``owner``'s uid."""
+        uid = owner["metadata"].get("uid")
+        ns = owner["metadata"].get("namespace") or ""
+        return [o for o in self.list(plural, ns) if (controller_of(o) or {}).get("uid") == uid]
+
+    def dependents(self, ns: str, uid: str) -> list[tuple[str, Obj]]:
+        """(plural, object) of everything in ``ns`` with an owner reference to ``uid``."""
+        out = []
+        for plural in ("replicasets", "pods"):
+            for o in self.list(plural, ns):
+                if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or []):
+                    out.append((plural, o))
+        return out
+
+
+class WorkQueue:
+    """Keys to sync, each at most once in the queue; delayed keys wait in a heap."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._ready: list[Key] = []
+        self._queued: set[Key] = set()
+        self._delayed: list[tuple[float, Key]] = []
+        self.closed = False
+
+    def add(self, key: Key, after: float = 0.0) -> None:
+        with self._cond:
+            if after > 0:
+                heapq.heappush(self._delayed, (time.monotonic() + after, key))
+            elif key not in self._queued:
+                self._queued.add(key)
+                self._ready.append(key)
+            self._cond.notify()
+
+    def get(self) -> Key | None:
+        with self._cond:
+            while not self.closed:
+                now = time.monotonic()
+                while self._delayed and self._delayed[0][0] <= now:
+                    _, key = heapq.heappop(self._delayed)
+                    if key not in self._queued:
+                        self._queued.add(key)
+                        self._ready.append(key)
+                if self._ready:
+                    key = self._ready.pop(0)
+                    self._queued.discard(key)
+                    return key
+                timeout = self._delayed[0][0] - now if self._delayed else None
+                self._cond.wait(timeout)
+            return None
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+
+class ControllerManager:
+    """Runs the ReplicaSet, Deployment, Job and garbage-collector controllers against one cluster."""
+
+    def __init__(self, api_client: Any, *, job_backoff: float = 10.0) -> None:
+        from mockgpu.control.controllers.deployment import DeploymentController
+        from mockgpu.control.controllers.gc import GarbageCollector
+        from mockgpu.control.controllers.job import JobController
+        from mockgpu.control.controllers.replicaset import ReplicaSetController
+
+        self.api = ControllerApi(api_client)
+        self.cache = Cache()
+        self.queue = WorkQueue()
+        self.replicasets = ReplicaSetController(self)
+        self.deployments = DeploymentController(self)
+        self.jobs = JobController(self, backoff=job_backoff)
+        self.gc = GarbageCollector(self)
+        self._sync: dict[str, Callable[[str, str], None]] = {
+            "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync}
+        self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
+        self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
+        self.failures: dict[Key, int] = {}
+
+    # ---- lifecycle --------------------------------------------------------------------------------------------
+
+    def start(self) -> ControllerManager:
+        for inf in self.informers.values():
+            inf.start()
+        self._worker.start()
+        return self
+
+    def wait_synced(self, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(inf.synced.wait(max(0.0, deadline - time.monotonic())) for inf in self.informers.values())
+
+    @property
+    def synced(self) -> bool:
+        return all(inf.synced.is_set() for inf in self.informers.values())
+
+    def stop(self) -> None:
+        self.queue.close()
+        for inf in self.informers.values():
+            inf.stop()
+        if self._worker.is_alive():
+            self._worker.join(5)
+
+    # ---- events -> keys ---------------------------------------------------------------------------------------
+
+    def _on_event(self, plural: str, typ: str, data: Any) -> None:
+        if typ == "SYNC":
+            for gone in self.cache.sync(plural, data):
+                self._route(plural, "DELETED", gone)
+            for obj in data:
+                self._route(plural, "ADDED", obj)
+            return
+        if typ == "DELETED":
+            self.cache.remove(plural, data)
+        elif not self.cache.put(plural, data):
+            return
+        self._route(plural, typ, data)
+
+    def _route(self, plural: str, typ: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace") or "", meta.get("name", "")
+        kind = {"replicasets": "ReplicaSet", "deployments": "Deployment", "jobs": "Job"}.get(plural)
+        if kind:
+            self.queue.add((kind, ns, name))
+            if meta.get("deletionTimestamp") and typ != "DELETED":  # an orphan/foreground finalizer to release
+                self.queue.add((f"gc/{plural}", ns, name))
+            if typ == "DELETED" or meta.get("deletionTimestamp"):
+                for dep_plural, dep in self.cache.dependents(ns, meta.get("uid", "")):
+                    self.queue.add((f"gc/{dep_plural}", ns, dep["metadata"]["name"]))
+        if typ == "DELETED":  # an owner waiting for its dependents may go now
+            for owner_ref in meta.get("ownerReferences") or []:
+                if owner_ref.get("kind") in OWNER_KINDS:
+                    self.queue.add((f"gc/{OWNER_KINDS[owner_ref['kind']]}", ns, owner_ref.get("name", "")))
+        ref = controller_of(obj)
+        if plural == "pods" and JOB_TRACKING_FINALIZER in (meta.get("finalizers") or []) and (
+                ref is None or ref.get("kind") != "Job" or self.cache.get("jobs", ns, ref.get("name", "")) is None):
+            self.queue.add(("Job", ns, ""))  # a tracked pod without its Job: release the finalizer
+        if ref is not None and ref.get("kind") in OWNER_KINDS:
+            self.queue.add((ref["kind"], ns, ref["name"]))
+            if plural == "pods" and ref["kind"] == "ReplicaSet" and (
+                    typ == "DELETED" or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+                rs = self.cache.get("replicasets", ns, ref["name"])  # a Recreate rollout waits for old pods to go
+                owner = controller_of(rs) if rs is not None else None
+                if owner is not None and owner.get("kind") == "Deployment":
+                    self.queue.add(("Deployment", ns, owner["name"]))
+        if meta.get("ownerReferences") and plural in ("pods", "replicasets"):
+            self.queue.add((f"gc/{plural}", ns, name))
+
+    def enqueue(self, kind: str, ns: str, name: str, after: float = 0.0) -> None:
+        self.queue.add((kind, ns, name), after)
+
+    # ---- the worker -------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            if not self.synced:  # act only on a complete picture of the cluster
+                self.queue.add(key, 0.1)
+                continue
+            what, ns, name = key
+            try:
+                if what.startswith("gc/"):
+                    self.gc.sync(what[3:], ns, name)
+                else:
+                    self._sync[what](ns, name)
+                self.failures.pop(key, None)
+            except ApiException as exc:
+                if exc.status == 404:  # what the sync wrote to is gone; its deletion event brings the next sync
+                    self.failures.pop(key, None)
+                    continue
+                n = self.failures[key] = self.failures.get(key, 0) + 1
+                if exc.status != 409:
+                    log.warning("sync %s %s/%s failed: %s %s", what, ns, name, exc.status, exc.reason)
+                self.queue.add(key, min(0.05 * 2 ** n, 5.0))
+            except Exception:
+                n = self.failures[key] = self.failures.get(key, 0) + 1
+                log.exception("sync %s %s/%s failed", what, ns, name)
+                self.queue.add(key, min(0.05 * 2 ** n, 5.0))
+
+    # ---- helpers for the controllers ----
+
+    def claim(self, plural: str, owner: Obj) -> list[Obj]:
+        """What ``owner`` controls after claiming (upstream ``ClaimPods``/``ClaimReplicaSets``): orphans that
+        match its selector are adopted, owned objects that no longer match are released."""
+        selector = (owner.get("spec") or {}).get("selector")
+        ns = owner["metadata"].get("namespace") or ""
+        out = []
+        for obj in self.cache.list(plural, ns):
+            matches = selector_matches(selector, (obj.get("metadata") or {}).get("labels"))
+            decision = claim_decision(obj, owner, matches)
+            if decision == "keep":
+                out.append(obj)
+            elif decision in ("adopt", "release"):
+                refs = list(obj["metadata"].get("ownerReferences") or [])
+                uid = owner["metadata"].get("uid")
+                refs = refs + [controller_ref(owner)] if decision == "adopt" else [r for r in refs
+                                                                                   if r.get("uid") != uid]
+                patch = {"metadata": {"ownerReferences": refs or None,
+                                      "resourceVersion": obj["metadata"].get("resourceVersion")}}
+                try:
+                    new = self.wrote(plural, self.api.patch(plural, ns, obj["metadata"]["name"], patch))
+                except ApiException as exc:
+                    if exc.status in (404, 409):  # gone or changed: the next sync looks again
+                        continue
+                    raise
+                if decision == "adopt":
+                    out.append(new)
+        return out
+
+    # ---- writes -------------------------------------------------------------------------------------------------
+
+    def wrote(self, plural: str, obj: Any) -> Any:
+        """Record an object the API returned from a write (so the next sync sees it), and return it."""
+        if isinstance(obj, dict) and obj.get("kind") not in (None, "Status") and plural in self.cache.objs:
+            self.cache.put(plural, obj)
+        return obj
