@@ -58,6 +58,7 @@ NORMALISE = [
     (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
     (re.compile(r'"resourceVersion":\s*"\d+"|resourceVersion: "?\d+"?'), "<rv>"),
     (re.compile(r"/tmp/\S+"), "<path>"),
+    (re.compile(r"kube-api-access-[a-z0-9]{5}"), "kube-api-access-<random>"),
     (re.compile(r"[ \t]+"), " "),
 ]
 
@@ -118,6 +119,16 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get configmaps (header)", ["get", "configmaps", *n]),
         ("create configmap", ["create", "configmap", "c1", "--from-literal=a=b", *n]),
         ("get configmap -o jsonpath", ["get", "configmap", "c1", "-o", "jsonpath={.data}", *n]),
+        ("create deployment", ["create", "deployment", "d1", "--image=mockgpu/workload", "--replicas=0", *n]),
+        ("get deployment (table)", ["get", "deployment", "d1", *n]),
+        ("rollout status", ["rollout", "status", "deployment/d1", "--timeout=30s", *n]),
+        ("get deployment -o jsonpath conditions", ["get", "deployment", "d1", "-o",
+                                                   "jsonpath={.status.conditions[*].type}", *n]),
+        ("create job", ["create", "job", "j1", "--image=mockgpu/workload", "--", "sleep", "1", *n]),
+        ("get job -o jsonpath spec", ["get", "job", "j1", "-o", "jsonpath={.spec.completions} {.spec.parallelism} "
+                                      "{.spec.backoffLimit} {.spec.completionMode} {.spec.suspend}", *n]),
+        ("delete deployment", ["delete", "deployment", "d1", *n]),
+        ("delete job", ["delete", "job", "j1", "--wait=false", *n]),
         ("delete pod", ["delete", "pod", "p1", "--wait=false", *n]),
         ("wait for delete", ["wait", "--for=delete", "pod/p1", "--timeout=20s", *n]),
         ("get deleted pod (404)", ["get", "pod", "p1", *n]),
