@@ -63,11 +63,12 @@ def resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
 
 
 def is_extended_resource_name(name: str) -> bool:
-    """A name with a domain that is not kubernetes.io (``nvidia.com/gpu``) and no ``requests.`` prefix."""
-    if "/" not in name or name.startswith("requests."):
+    """Upstream ``IsExtendedResourceName``: a name with a ``/`` that is not a native resource (one containing
+    ``kubernetes.io/``) and has no ``requests.`` prefix, e.g. ``nvidia.com/gpu``. (Upstream also checks that
+    ``requests.<name>`` is a qualified name; the API server has already validated resource names.)"""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+    return True
 
 
 def is_scalar_resource_name(name: str) -> bool:
