@@ -1,9 +1,9 @@
 """One scheduling cycle for one pod, as kube-scheduler's ``schedulePod`` + ``selectHost``.
 
 Filter every node (in upstream's round-robin order, up to ``numFeasibleNodesToFind``), score the
-feasible ones when more than one passed, pick the highest total with upstream's reservoir-sampling
-tie-break (``rng`` replaces Go's ``rand.Intn``, so one seed gives one answer), or, when none passed,
-run the preemption dry run and build the FailedScheduling message.
+feasible ones when more than one passed, pick the highest total (ties: the top of Go's heap, see
+``mockgpu.sched.select``), or, when none passed, run the preemption dry run and build the FailedScheduling
+message. kube-scheduler v1.37.2 semantics.
 """
 
 from __future__ import annotations
@@ -117,7 +117,11 @@ def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleR
 
 def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
                  start_index: int = 0) -> ScheduleResult:
-    """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure apart from drawing from ``rng``."""
+    """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure.
+
+    ``rng`` is kept for callers (and for a future extender model): v1.37.2 draws no random number to break
+    ties between plugin-scored nodes, so the result does not depend on it.
+    """
     with cycle_cache():
         return _schedule_one(pod, nodes, profile, rng, start_index)
 

@@ -3,8 +3,9 @@
 As upstream ``preemption.Evaluator`` (kube-scheduler v1.30+): nodes whose filter status is
 UnschedulableAndUnresolvable are "not helpful"; on the others every pod of strictly lower priority is
 removed, the filters run again, and victims are reprieved greedily (most important first) while the pod
-still fits. The result is either a nominated node with its victims, or the post-filter message
-``preemption: 0/N nodes are available: ...``.
+still fits. The result is either a nominated node with its victims and (v1.37.2) the post-filter message
+``preemption: found a potential placement for pod on node <node>, preempting <n> victims``, or the post-filter
+message ``preemption: 0/N nodes are available: ...``. Either message ends the FailedScheduling text.
 
 Simplified: PodDisruptionBudgets are not consulted, every node is a dry-run candidate (upstream samples
 at least 100 nodes or 10 % from a random offset), and the best candidate is chosen by upstream's first three
@@ -23,11 +24,12 @@ from mockgpu.sched.snapshot import NodeInfo, pod_key, pod_priority
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "preemption: not eligible due to preemptionPolicy=Never."
+FOUND = "preemption: found a potential placement for pod on node {node}, preempting {count} victims"
 
 
 @dataclass
 class PreemptionResult:
-    """``nominated_node`` and ``victims`` (pod keys) on success; otherwise ``message`` for the event."""
+    """``nominated_node`` and ``victims`` (pod keys) on success; ``message`` is the post-filter message."""
 
     nominated_node: str | None = None
     victims: list[str] = field(default_factory=list)
@@ -82,4 +84,5 @@ def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status],
         return (max(prios, default=-(2**31)), sum(p + 2**31 for p in prios), len(prios))
 
     best = min(candidates, key=rank)
-    return PreemptionResult(nominated_node=best[0], victims=[pod_key(v) for v in best[1]], node_statuses=out)
+    return PreemptionResult(nominated_node=best[0], victims=[pod_key(v) for v in best[1]],
+                            message=FOUND.format(node=best[0], count=len(best[1])), node_statuses=out)
