@@ -88,11 +88,10 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
-def _container_requests(container: Mapping, non_zero: bool) -> dict[str, int]:
+def _container_requests(container: Mapping, defaults: Mapping[str, int]) -> dict[str, int]:
     reqs = resource_list((container.get("resources") or {}).get("requests"))
-    if non_zero:
-        for name, default in _NON_ZERO_DEFAULTS.items():
-            reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
+    for name, default in defaults.items():
+        reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
     return reqs
 
 
@@ -112,14 +111,40 @@ def pod_requests(pod: Mapping, *, non_zero: bool = False) -> dict[str, int]:
 
 
 def _pod_requests(pod: Mapping, non_zero: bool) -> dict[str, int]:
+    return _requests_with_defaults(pod, _NON_ZERO_DEFAULTS if non_zero else {})
+
+
+def _is_pod_level_requests_set(pod: Mapping) -> bool:
+    """Upstream ``IsPodLevelRequestsSet``: ``spec.resources.requests`` names cpu, memory or a hugepages size."""
+    reqs = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(k in (CPU, MEMORY) or str(k).startswith("hugepages-") for k in reqs)
+
+
+def node_non_zero_requests(pod: Mapping) -> dict[str, int]:
+    """cpu and memory a pod adds to its node's *non-zero* sums, as upstream ``PodInfo.CalculateResource``.
+
+    Without pod-level requests: every container missing cpu/memory counts 100m/200Mi. With pod-level requests
+    (``getNonMissingContainerRequests``): only a resource missing from the pod's effective requests gets the
+    per-container default, so a container without memory next to one with memory adds nothing.
+    """
+    if not _is_pod_level_requests_set(pod):
+        nz = pod_requests(pod, non_zero=True)
+    else:
+        reqs = pod_requests(pod)
+        defaults = {k: v for k, v in _NON_ZERO_DEFAULTS.items() if k not in reqs}
+        nz = _requests_with_defaults(pod, defaults) if defaults else reqs
+    return {k: nz.get(k, 0) for k in (CPU, MEMORY)}
+
+
+def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int]) -> dict[str, int]:
     spec = pod.get("spec") or {}
     reqs: dict[str, int] = {}
     for c in spec.get("containers") or []:
-        _add(reqs, _container_requests(c, non_zero))
+        _add(reqs, _container_requests(c, defaults))
     sidecars: dict[str, int] = {}
     init_need: dict[str, int] = {}
     for c in spec.get("initContainers") or []:
-        creq = _container_requests(c, non_zero)
+        creq = _container_requests(c, defaults)
         if c.get("restartPolicy") == "Always":
             _add(reqs, creq)
             _add(sidecars, creq)
@@ -194,8 +219,7 @@ class NodeInfo:
     def add_pod(self, pod: Mapping) -> None:
         self.pods.append(dict(pod))
         _add(self.requested, pod_requests(pod))
-        nz = pod_requests(pod, non_zero=True)
-        _add(self.non_zero_requested, {k: nz.get(k, 0) for k in (CPU, MEMORY)})
+        _add(self.non_zero_requested, node_non_zero_requests(pod))
 
     def remove_pod(self, key: str) -> None:
         """Drop the pod ``namespace/name`` and recompute the sums (used by the preemption dry run)."""

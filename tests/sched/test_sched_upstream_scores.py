@@ -1,11 +1,23 @@
 """Upstream's own NodeResourcesFit and BalancedAllocation score tables, transcribed as rows.
 
-Sources (kubernetes/kubernetes, pkg/scheduler/framework/plugins/noderesources/): least_allocated_test.go and
-requested_to_capacity_ratio_test.go @8519d339, most_allocated_test.go @072825f9, balanced_allocation_test.go
-@00fdb4ff (v1.35 era). Upstream's node sizes are kept as written: ``st.MakeNode().Capacity({"cpu": "4000"})``
-is 4000 *cores*, ``makeNode(name, 4000, ...)`` is 4000 *millicores*; only ratios matter. ``pod()`` with no
-container is upstream's ``st.MakePod().Obj()`` (no containers, so no non-zero defaults). Cases that test
-plugin construction errors are in test_sched_config.py; DRA cases are not modelled.
+Source: kubernetes **v1.37.2**, pkg/scheduler/framework/plugins/noderesources/ (Go module cache
+``k8s.io/kubernetes@v1.37.2``): least_allocated_test.go, most_allocated_test.go,
+requested_to_capacity_ratio_test.go (TestRequestedToCapacityRatioScoringStrategy,
+TestResourceBinPackingSingleExtended, TestResourceBinPackingMultipleExtended) and balanced_allocation_test.go.
+Upstream's node sizes are kept as written: ``st.MakeNode().Capacity({"cpu": "4000"})`` is 4000 *cores*,
+``makeNode(name, 4000, ...)`` is 4000 *millicores*; only ratios matter. ``pod()`` with no container is upstream's
+``st.MakePod().Obj()`` (no containers, so no non-zero defaults).
+
+Rows not transcribed here, and why:
+
+* "Resources not set, pods scheduled with error" (least/most): an internal-config plugin built with no resources
+  returns an Error status; a v1 file cannot express it (defaulting fills cpu and memory).
+* "resource with negative weight", "resource with zero weight", "resource weight larger than MaxNodeScore"
+  (least/most): plugin construction errors, covered through the config parser in test_sched_config.py (a v1
+  weight of 0 is defaulted to 1, so only the negative and > 100 rows are errors there).
+* balanced_allocation_test.go "include DRA resource on a node for balanced resource allocation" (with and without
+  PreScore): DRA-backed extended resources (DeviceClass, ResourceSlice) are not modelled.
+* TestBrokenLinearFunction is in test_sched_strategies.py.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ from mockgpu.sched.strategies import ScoringStrategy
 LA, MA, RTCR = (ScoringStrategy.LEAST_ALLOCATED, ScoringStrategy.MOST_ALLOCATED,
                 ScoringStrategy.REQUESTED_TO_CAPACITY_RATIO)
 CPU_MEM = {"cpu": 1, "memory": 1}
-EXT = "example.com/aaa"
+EXT = "abc.com/xyz"  # util_test.go extendedRes
 EXT_SET = {"cpu": 1, "memory": 1, EXT: 1}
 LEAST_SHAPE = ((0, 10), (100, 0))
 
