@@ -43,7 +43,7 @@ def _resource_value_text(milli: bool, quantity: str) -> int:
 
 # Upstream computes the incoming pod's requests once, in PreFilter, into the CycleState; plugins read
 # them from there. ``cycle_cache`` is that state: inside it, each pod object's requests are computed once.
-_CYCLE: ContextVar[dict[tuple[int, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
+_CYCLE: ContextVar[dict[tuple[int, bool, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
     "mockgpu_sched_cycle", default=None)
 
 
@@ -95,23 +95,26 @@ def _container_requests(container: Mapping, defaults: Mapping[str, int]) -> dict
     return reqs
 
 
-def pod_requests(pod: Mapping, *, non_zero: bool = False) -> dict[str, int]:
+def pod_requests(pod: Mapping, *, non_zero: bool = False, pod_level: bool = True) -> dict[str, int]:
     """The pod's effective request per resource, as upstream ``PodRequests``.
 
     ``non_zero=True`` is the scoring variant (``NonMissingContainerRequests``): every container that does
-    not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default.
+    not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default. ``pod_level=False``
+    ignores ``spec.resources`` (upstream ``SkipPodLevelResources``), as v1.37.2's NodeResourcesFit *scoring*
+    does for the incoming pod: its scorer is built without the PodLevelResources feature flag.
     """
     cache = _CYCLE.get()
+    key = (id(pod), non_zero, pod_level)
     if cache is None:
-        return _pod_requests(pod, non_zero)
-    hit = cache.get((id(pod), non_zero))
+        return _pod_requests(pod, non_zero, pod_level)
+    hit = cache.get(key)
     if hit is None or hit[0] is not pod:  # the cached pod object is held, so its id cannot be reused
-        hit = cache[(id(pod), non_zero)] = (pod, _pod_requests(pod, non_zero))
+        hit = cache[key] = (pod, _pod_requests(pod, non_zero, pod_level))
     return dict(hit[1])
 
 
-def _pod_requests(pod: Mapping, non_zero: bool) -> dict[str, int]:
-    return _requests_with_defaults(pod, _NON_ZERO_DEFAULTS if non_zero else {})
+def _pod_requests(pod: Mapping, non_zero: bool, pod_level: bool = True) -> dict[str, int]:
+    return _requests_with_defaults(pod, _NON_ZERO_DEFAULTS if non_zero else {}, pod_level)
 
 
 def _is_pod_level_requests_set(pod: Mapping) -> bool:
@@ -136,7 +139,7 @@ def node_non_zero_requests(pod: Mapping) -> dict[str, int]:
     return {k: nz.get(k, 0) for k in (CPU, MEMORY)}
 
 
-def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int]) -> dict[str, int]:
+def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int], pod_level: bool = True) -> dict[str, int]:
     spec = pod.get("spec") or {}
     reqs: dict[str, int] = {}
     for c in spec.get("containers") or []:
@@ -154,10 +157,10 @@ def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int]) -> dict[s
             _add(need, sidecars)
         _max(init_need, need)
     _max(reqs, init_need)
-    pod_level = resource_list((spec.get("resources") or {}).get("requests"))
-    for name, value in pod_level.items():
-        if name in (CPU, MEMORY) or name.startswith("hugepages-"):
-            reqs[name] = value
+    if pod_level:
+        for name, value in resource_list((spec.get("resources") or {}).get("requests")).items():
+            if name in (CPU, MEMORY) or name.startswith("hugepages-"):
+                reqs[name] = value
     _add(reqs, resource_list(spec.get("overhead")))
     return reqs
 

@@ -101,7 +101,7 @@ def allocation_vectors(pod: Mapping, node: NodeInfo, resources: Mapping[str, int
     allocatable for (all three entries 0, which every scorer skips). Names that are neither cpu, memory,
     ephemeral-storage nor scalar (``pods``, ``storage``) are not tracked per node upstream: also 0.
     """
-    pod_req = pod_requests(pod, non_zero=not use_requested)
+    pod_req = pod_requests(pod, non_zero=not use_requested, pod_level=use_requested)
     node_req = node.requested if use_requested else {**node.requested, **node.non_zero_requested}
     requested: dict[str, int] = {}
     allocated: dict[str, int] = {}
