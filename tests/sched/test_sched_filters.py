@@ -194,6 +194,11 @@ def n(name="n1", **kw):
     return NodeInfo.from_node(node(name, {"cpu": "4"}, **kw))
 
 
+def required_terms(*terms):
+    return pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}})
+
+
 TAINT_GPU = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 TAINT_CP = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 OTHER_ROWS = [
@@ -239,6 +244,29 @@ OTHER_ROWS = [
     ("empty term matches nothing", NodeAffinity(), pod(affinity={"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}), n(),
      UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    # component-helpers v0.37.2 LazyErrorNodeSelector: a term that does not parse never matches
+    ("matchFields In with two values does not parse", NodeAffinity(), required_terms(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}), n("n1"),
+     UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    ("matchFields In with one value", NodeAffinity(), required_terms(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}), n("n1"), OK, ()),
+    ("matchFields NotIn", NodeAffinity(), required_terms(
+        {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}), n("n1"),
+     UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    ("matchFields Exists does not parse", NodeAffinity(), required_terms(
+        {"matchFields": [{"key": "metadata.name", "operator": "Exists"}]}), n("n1"),
+     UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    ("DoesNotExist with values does not parse, although the label is absent", NodeAffinity(), required_terms(
+        {"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist", "values": ["x"]}]}), n(),
+     UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    ("Gt with a non-integer value does not parse", NodeAffinity(), required_terms(
+        {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["many"]}]}), n(labels={"cores": "8"}),
+     UU, ("node(s) didn't match Pod's node affinity/selector",)),
+    ("Gt on integer labels", NodeAffinity(), required_terms(
+        {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}), n(labels={"cores": "8"}), OK, ()),
+    ("a broken term does not hide a matching one", NodeAffinity(), required_terms(
+        {"matchExpressions": [{"key": "gpu", "operator": "In"}]},
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}), n(labels={"gpu": "a100"}), OK, ()),
 ]
 
 
