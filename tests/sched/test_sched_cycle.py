@@ -218,3 +218,9 @@ def test_round_robin_start_index_and_single_feasible_search_without_scorers():
     no_score = type(prof)(scheduler_name="f", filters=prof.filters, scorers=[])
     res = schedule_one(gpu_pod("x", 1), nodes, no_score, random.Random(0), start_index=1)
     assert (res.feasible, res.selected_node, res.next_start_index) == (["gpu-2"], "gpu-2", 2)
+
+
+def test_skipped_score_plugins_are_absent_from_the_scores():
+    # NodeAffinity (no preferred terms) and BalancedAllocation (best-effort pod) return Skip from PreScore
+    res = schedule_one(pod("be", container()), seed_cluster([]), default_profile(), random.Random(0))
+    assert all(set(s) == {"TaintToleration", "NodeResourcesFit"} for s in res.raw_scores.values()), res.raw_scores

@@ -297,3 +297,19 @@ def test_node_affinity_score_sums_preferred_weights_and_normalizes():
     raw = {x.name: plugin.score(p, x) for x in nodes}
     assert raw == {"a": 25, "b": 5, "c": 0}
     assert plugin.normalize(p, raw) == {"a": 100, "b": 20, "c": 0}  # 100*5//25 = 20
+
+
+NODE_AFFINITY_PRESCORE_ROWS = [
+    ("no affinity: Skip", pod(), Code.SKIP),
+    ("required terms only: Skip", required_terms({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}),
+     Code.SKIP),
+    ("preferred terms: scored", pod(affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}]}}), Code.SUCCESS),
+]
+
+
+@pytest.mark.parametrize("p,code", [r[1:] for r in NODE_AFFINITY_PRESCORE_ROWS],
+                         ids=[r[0] for r in NODE_AFFINITY_PRESCORE_ROWS])
+def test_node_affinity_pre_score_skips_pods_without_preferences(p, code):
+    # node_affinity.go v1.37.2 PreScore: no preferred terms (and no addedAffinity) -> Skip
+    assert NodeAffinity().pre_score(p, [n()]).code is code
