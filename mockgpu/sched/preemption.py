@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mockgpu.sched.framework import Code, Profile, Status, run_filters
+from mockgpu.sched.framework import Code, Profile, Status, run_filters_with_nominated
 from mockgpu.sched.messages import fit_error
 from mockgpu.sched.snapshot import NodeInfo, pod_key, pod_priority
 
@@ -37,7 +37,8 @@ class PreemptionResult:
     node_statuses: dict[str, Status] = field(default_factory=dict)
 
 
-def _select_victims(pod: Mapping, node: NodeInfo, profile: Profile) -> tuple[list[dict], Status]:
+def _select_victims(pod: Mapping, node: NodeInfo, profile: Profile,
+                    nominated: list[dict]) -> tuple[list[dict], Status]:
     prio = pod_priority(pod)
     potential = [p for p in node.pods if pod_priority(p) < prio]
     if not potential:
@@ -45,20 +46,22 @@ def _select_victims(pod: Mapping, node: NodeInfo, profile: Profile) -> tuple[lis
     trial = node.clone()
     for p in potential:
         trial.remove_pod(pod_key(p))
-    status, _ = run_filters(profile, pod, trial)
+    status, _ = run_filters_with_nominated(profile, pod, trial, nominated)
     if not status.is_success:
         return [], status
     victims = []
     for p in sorted(potential, key=pod_priority, reverse=True):  # most important reprieved first
         trial.add_pod(p)
-        if not run_filters(profile, pod, trial)[0].is_success:
+        if not run_filters_with_nominated(profile, pod, trial, nominated)[0].is_success:
             trial.remove_pod(pod_key(p))
             victims.append(p)
     return victims, Status.success()
 
 
-def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status], profile: Profile) -> PreemptionResult:
-    """Run the dry run for an unschedulable pod; ``statuses`` are the filter statuses by node name."""
+def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status], profile: Profile,
+            nominated: Mapping[str, list[dict]] | None = None) -> PreemptionResult:
+    """Run the dry run for an unschedulable pod; ``statuses`` are the filter statuses by node name,
+    ``nominated`` the pods nominated to each node (counted as in Filter)."""
     if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
         return PreemptionResult(message=NEVER)
     out: dict[str, Status] = {}
@@ -68,7 +71,7 @@ def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status],
         if st is None or st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             out[node.name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
             continue
-        victims, vst = _select_victims(pod, node, profile)
+        victims, vst = _select_victims(pod, node, profile, list((nominated or {}).get(node.name, ())))
         if vst.is_success:
             candidates.append((node.name, victims))
         else:

@@ -224,3 +224,31 @@ def test_skipped_score_plugins_are_absent_from_the_scores():
     # NodeAffinity (no preferred terms) and BalancedAllocation (best-effort pod) return Skip from PreScore
     res = schedule_one(pod("be", container()), seed_cluster([]), default_profile(), random.Random(0))
     assert all(set(s) == {"TaintToleration", "NodeResourcesFit"} for s in res.raw_scores.values()), res.raw_scores
+
+
+NOMINATED_ROWS = [
+    # gpu-1 holds one 1-GPU pod; a 1-GPU pod of priority 100 is nominated there (not bound yet). The incoming
+    # 1-GPU pod fits gpu-1 only if the nominated pod is not counted.
+    ("lower priority pod: the nominated pod counts in Filter", 0, False),
+    ("equal priority pod: counts too", 100, False),
+    ("higher priority pod: the nominated pod is ignored", 1000, True),
+]
+
+
+@pytest.mark.parametrize("priority,fits_gpu1", [r[1:] for r in NOMINATED_ROWS], ids=[r[0] for r in NOMINATED_ROWS])
+def test_nominated_pods_count_in_filter(priority, fits_gpu1):
+    nodes = seed_cluster([gpu_pod("a", 1, node_name="gpu-1")])
+    nominated = {"gpu-1": [gpu_pod("vip", 1, priority=100)]}
+    res = schedule_one(gpu_pod("x", 1, priority=priority), nodes, default_profile(), random.Random(0),
+                       nominated=nominated)
+    assert ("gpu-1" in res.feasible) is fits_gpu1
+    if not fits_gpu1:
+        assert res.filter_results["gpu-1"]["NodeResourcesFit"] == "Insufficient nvidia.com/gpu"
+
+
+def test_nominated_pod_does_not_change_scores():
+    nodes = seed_cluster([gpu_pod("a", 1, node_name="gpu-1")])
+    big = {"gpu-2": [pod("vip", container({"cpu": "16", "memory": "128Gi"}), priority=100)]}
+    plain = schedule_one(gpu_pod("x", 1), nodes, default_profile(), random.Random(0))
+    with_nominated = schedule_one(gpu_pod("x", 1), nodes, default_profile(), random.Random(0), nominated=big)
+    assert with_nominated.feasible == plain.feasible and with_nominated.raw_scores == plain.raw_scores
