@@ -10,7 +10,7 @@ and the plugin scores the *change*::
     score = 50 + (50 + score_with_pod - score_without_pod) // 2     (Go integer arithmetic)
 
 so an unchanged balance scores 75, a pod that evens the node out moves towards 100 and one that skews it
-towards 50. (v1.29–v1.36 scored ``score_with_pod`` alone.) PreScore returns Skip when the pod requests none
+towards 50. (mockgpu's v1.35 model scored ``score_with_pod`` alone.) PreScore returns Skip when the pod requests none
 of the configured resources (best-effort pods, v1.33+). Resource weights are accepted but unused, as upstream.
 Not modelled: DRA-backed extended resources (``DRAExtendedResource``), pod-level resources in-place resize.
 """

@@ -1,8 +1,9 @@
 """TaintToleration: NoSchedule/NoExecute taints must be tolerated (Filter); fewer untolerated
 PreferNoSchedule taints score higher (Score counts them, NormalizeScore reverses).
 
-The Filter reason is v1.37.2's ``node(s) had untolerated taint(s)``: it no longer names the taint (v1.26–v1.36
-said ``node(s) had untolerated taint {key: value}``), so nodes with different taints share one histogram entry.
+The Filter reason is v1.37.2's ``node(s) had untolerated taint(s)``: it does not name the taint (mockgpu's v1.35
+model said ``node(s) had untolerated taint {key: value}``), so nodes with different taints share one histogram
+entry.
 ``first_untolerated`` still finds the taint, for callers that want to show it.
 """
 
