@@ -3,7 +3,8 @@
 Source: kubernetes **v1.37.2**, pkg/scheduler/framework/plugins/noderesources/ (Go module cache
 ``k8s.io/kubernetes@v1.37.2``): least_allocated_test.go, most_allocated_test.go,
 requested_to_capacity_ratio_test.go (TestRequestedToCapacityRatioScoringStrategy,
-TestResourceBinPackingSingleExtended, TestResourceBinPackingMultipleExtended) and balanced_allocation_test.go.
+TestResourceBinPackingSingleExtended, TestResourceBinPackingMultipleExtended), fit_test.go (TestFitScore) and
+balanced_allocation_test.go.
 Upstream's node sizes are kept as written: ``st.MakeNode().Capacity({"cpu": "4000"})`` is 4000 *cores*,
 ``makeNode(name, 4000, ...)`` is 4000 *millicores*; only ratios matter. ``pod()`` with no container is upstream's
 ``st.MakePod().Obj()`` (no containers, so no non-zero defaults).
@@ -17,6 +18,7 @@ Rows not transcribed here, and why:
   weight of 0 is defaulted to 1, so only the negative and > 100 rows are errors there).
 * balanced_allocation_test.go "include DRA resource on a node for balanced resource allocation" (with and without
   PreScore): DRA-backed extended resources (DeviceClass, ResourceSlice) are not modelled.
+* fit_test.go TestFitScore "... with Extended resources" (with and without PreScore): DRA-backed.
 * TestBrokenLinearFunction is in test_sched_strategies.py.
 """
 
@@ -200,6 +202,43 @@ FIT_ROWS += [
     # node1 foo 4/8 -> 5, bar 2/4 -> 5 -> 5; node2 foo 10, bar 2/8 -> 2: (30+10)/8 = 5
     ("binpack multiple: requested, pods scheduled with more resources", RTCR, {FOO: 3, BAR: 5}, BINPACK_SHAPE,
      req_pod("p", {FOO: 4, BAR: 2}), [pod("a")], foobar_nodes(), {"node1": 5, "node2": 5}),
+]
+
+
+# --- fit_test.go TestFitScore (v1.37.2); the "if PreScore is not called" twins give the same numbers here, where
+# Score never depends on PreScore ---
+FIT_SCORE_EXISTING = (("node1", {"cpu": "2000", "memory": "4000"}), ("node2", {"cpu": "1000", "memory": "2000"}))
+
+
+def fit_score_existing():
+    return [req_pod(f"e-{n}", r, node_name=n) for n, r in FIT_SCORE_EXISTING]
+
+
+def with_sidecar(node_name):
+    """``st.MakePod().Req({cpu 1000, memory 2000}).SidecarReq({cpu 1000, memory 2000})``."""
+    return pod("s", container({"cpu": "1000", "memory": "2000"}), node_name=node_name,
+               init=[container({"cpu": "1000", "memory": "2000"}, restartPolicy="Always")])
+
+
+BIG = {"cpu": "3000", "memory": "5000"}
+SMALL = {"cpu": "1000", "memory": "2000"}
+FIT_ROWS += [
+    # node1 cpu (2000+3000)/4000 -> util 100 (over) -> 0 dropped, mem 90 -> 10: 10; node2 cpu 66 -> 34, mem 70 -> 30: 32
+    ("TestFitScore RequestedToCapacityRatio case1", RTCR, CPU_MEM, LEAST_SHAPE, req_pod("p", BIG),
+     fit_score_existing(), n2(4000, 10000, 6000, 10000), {"node1": 10, "node2": 32}),
+    ("TestFitScore RequestedToCapacityRatio case2", RTCR, CPU_MEM, ((0, 0), (100, 10)), req_pod("p", BIG),
+     fit_score_existing(), n2(4000, 10000, 6000, 10000), {"node1": 95, "node2": 68}),
+    ("TestFitScore MostAllocated", MA, CPU_MEM, (), req_pod("p", SMALL), fit_score_existing(),
+     n2(4000, 10000, 6000, 10000), {"node1": 67, "node2": 36}),
+    ("TestFitScore LeastAllocated", LA, CPU_MEM, (), req_pod("p", SMALL), fit_score_existing(),
+     n2(4000, 10000, 6000, 10000), {"node1": 32, "node2": 63}),
+    # the sidecar's requests count on node1 (restartable init container added to the containers' sum)
+    ("TestFitScore MostAllocated with sidecar container", MA, CPU_MEM, (), req_pod("p", SMALL),
+     [with_sidecar("node1"), req_pod("e", SMALL, node_name="node2")], n2(4000, 10000, 4000, 10000),
+     {"node1": 67, "node2": 45}),
+    ("TestFitScore LeastAllocated with sidecar container", LA, CPU_MEM, (), req_pod("p", SMALL),
+     [with_sidecar("node1"), req_pod("e", SMALL, node_name="node2")], n2(4000, 10000, 4000, 10000),
+     {"node1": 32, "node2": 55}),
 ]
 
 
