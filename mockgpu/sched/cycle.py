@@ -1,9 +1,9 @@
 """One scheduling cycle for one pod, as kube-scheduler's ``schedulePod`` + ``selectHost``.
 
 Filter every node (in upstream's round-robin order, up to ``numFeasibleNodesToFind``), score the
-feasible ones when more than one passed, pick the highest total with upstream's reservoir-sampling
-tie-break (``rng`` replaces Go's ``rand.Intn``, so one seed gives one answer), or, when none passed,
-run the preemption dry run and build the FailedScheduling message.
+feasible ones when more than one passed, pick the highest total (ties: the top of Go's heap, see
+``mockgpu.sched.select``), or, when none passed, run the preemption dry run and build the FailedScheduling
+message. kube-scheduler v1.37.2 semantics.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mockgpu.sched.framework import (
     PreScorePlugin,
     Profile,
     Status,
-    run_filters,
+    run_filters_with_nominated,
 )
 from mockgpu.sched.messages import fit_error
 from mockgpu.sched.preemption import preempt
@@ -77,14 +77,15 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None) -> in
     return max(MIN_FEASIBLE_NODES_TO_FIND, num_all_nodes * pct // 100)
 
 
-def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, res: ScheduleResult) -> None:
+def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, res: ScheduleResult,
+            nominated: Mapping[str, list[dict]]) -> None:
     n = len(nodes)
     want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score) if profile.scorers else 1
     processed = 0
     for i in range(n):
         node = nodes[(start + i) % n]
         processed += 1
-        status, results = run_filters(profile, pod, node)
+        status, results = run_filters_with_nominated(profile, pod, node, nominated.get(node.name, ()))
         res.filter_results[node.name] = results
         if status.is_success:
             res.feasible.append(node.name)
@@ -116,21 +117,29 @@ def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleR
 
 
 def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
-                 start_index: int = 0) -> ScheduleResult:
-    """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure apart from drawing from ``rng``."""
+                 start_index: int = 0, nominated: Mapping[str, list[dict]] | None = None) -> ScheduleResult:
+    """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure.
+
+    ``rng`` is kept for callers (and for a future extender model): v1.37.2 draws no random number to break
+    ties between plugin-scored nodes, so the result does not depend on it.
+
+    ``nominated`` maps a node name to the pods nominated to it (``status.nominatedNodeName``, not yet bound).
+    As upstream, those of priority ≥ the pod's count during Filter (and the preemption dry run) only: Score
+    sees the nodes without them.
+    """
     with cycle_cache():
-        return _schedule_one(pod, nodes, profile, rng, start_index)
+        return _schedule_one(pod, nodes, profile, rng, start_index, nominated or {})
 
 
 def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random,
-                  start_index: int) -> ScheduleResult:
+                  start_index: int, nominated: Mapping[str, list[dict]]) -> ScheduleResult:
     res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
     if not nodes:
         res.message = NO_NODES_AVAILABLE
         return res
-    _filter(pod, nodes, profile, start_index % len(nodes), res)
+    _filter(pod, nodes, profile, start_index % len(nodes), res, nominated)
     if not res.feasible:
-        pre = preempt(pod, nodes, res.statuses, profile)
+        pre = preempt(pod, nodes, res.statuses, profile, nominated)
         res.nominated_node, res.victims = pre.nominated_node, pre.victims
         res.message = fit_error(len(nodes), res.statuses, post_filter_msg=pre.message)
         return res

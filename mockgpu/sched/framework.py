@@ -7,7 +7,7 @@ objects built from their (defaulted, validated) args; they do no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol, runtime_checkable
@@ -141,3 +141,32 @@ def run_filters(profile: Profile, pod: Mapping, node: NodeInfo) -> tuple[Status,
         results[plugin.name] = status.message
         return status.with_plugin(plugin.name), results
     return Status.success(), results
+
+
+def run_filters_with_nominated(profile: Profile, pod: Mapping, node: NodeInfo,
+                               nominated: Sequence[Mapping] = ()) -> tuple[Status, dict[str, str]]:
+    """Upstream ``RunFilterPluginsWithNominatedPods``: filter once with the pods nominated to this node whose
+    priority is at least the pod's (the pod itself excluded) added, and, if any were added and that passed,
+    once more without them; the pod must pass both. ``nominated`` are the pods nominated to ``node``.
+    """
+    prio = _priority(pod)
+    me = _key(pod)
+    extra = [p for p in nominated if _priority(p) >= prio and _key(p) != me]
+    if not extra:
+        return run_filters(profile, pod, node)
+    with_nominated = node.clone()
+    for p in extra:
+        with_nominated.add_pod(p)
+    status, results = run_filters(profile, pod, with_nominated)
+    if not status.is_success:
+        return status, results
+    return run_filters(profile, pod, node)
+
+
+def _priority(pod: Mapping) -> int:
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+def _key(pod: Mapping) -> str:
+    meta = pod.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"

@@ -1,9 +1,11 @@
-"""``selectHost``: the highest total wins; ties are broken by reservoir sampling over a binary max-heap.
+"""``selectHost``: the highest total wins; ties go to the node at the top of Go's ``container/heap``.
 
-Upstream builds a Go ``container/heap`` over the scored nodes (in feasible order), pops the top, then keeps
-popping while totals tie, replacing the pick with probability 1/k for the k-th tied node
-(``rand.Intn(k) == 0``). The pop order of tied nodes depends on the heap's layout, so it is reproduced
-exactly here; only the random source differs (``random.Random.randrange`` instead of Go's ``rand``).
+kube-scheduler v1.37.2 (``schedule_one.go``, ``framework/sorted_nodes.go``) builds a max-heap over the scored
+nodes (in feasible order) keyed on ``(TotalScore, Randomizer)`` and pops once. ``Randomizer`` is only set
+(``rand.Int()``) for nodes that scheduler extenders scored; without extenders (the case mockgpu models) every
+``Randomizer`` is 0, so a tie is decided by the heap's layout alone: deterministic, no random draw. (Earlier
+releases' ``selectHost`` broke ties by reservoir sampling with ``rand.Intn``, and so did mockgpu's v1.35 model.)
+The heap is reproduced exactly here.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 
 
 def _less(h: list[tuple[str, int]], i: int, j: int) -> bool:
-    return h[i][1] > h[j][1]  # max-heap on total score
+    return h[i][1] > h[j][1]  # max-heap on total score; equal Randomizers (0) never order two nodes
 
 
 def _down(h: list[tuple[str, int]], i0: int, n: int) -> None:
@@ -47,15 +49,10 @@ def heap_order(scores: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
     return [_heap_pop(h) for _ in range(len(scores))]
 
 
-def select_host(scores: Sequence[tuple[str, int]], rng: random.Random) -> str:
-    """The chosen node name among ``(name, total)`` pairs (non-empty)."""
-    order = heap_order(scores)
-    top = order[0][1]
-    selected, count = order[0][0], 1
-    for name, total in order[1:]:
-        if total != top:
-            break
-        count += 1
-        if rng.randrange(count) == 0:
-            selected = name
-    return selected
+def select_host(scores: Sequence[tuple[str, int]], rng: random.Random | None = None) -> str:
+    """The chosen node name among ``(name, total)`` pairs (non-empty): the first ``heap.Pop``.
+
+    ``rng`` is accepted for callers written against the v1.35 model and not used: v1.37.2 draws no random
+    number to break a tie between plugin-scored nodes.
+    """
+    return heap_order(scores)[0][0]

@@ -43,7 +43,7 @@ def _resource_value_text(milli: bool, quantity: str) -> int:
 
 # Upstream computes the incoming pod's requests once, in PreFilter, into the CycleState; plugins read
 # them from there. ``cycle_cache`` is that state: inside it, each pod object's requests are computed once.
-_CYCLE: ContextVar[dict[tuple[int, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
+_CYCLE: ContextVar[dict[tuple[int, bool, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
     "mockgpu_sched_cycle", default=None)
 
 
@@ -63,11 +63,12 @@ def resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
 
 
 def is_extended_resource_name(name: str) -> bool:
-    """A name with a domain that is not kubernetes.io (``nvidia.com/gpu``) and no ``requests.`` prefix."""
-    if "/" not in name or name.startswith("requests."):
+    """Upstream ``IsExtendedResourceName``: a name with a ``/`` that is not a native resource (one containing
+    ``kubernetes.io/``) and has no ``requests.`` prefix, e.g. ``nvidia.com/gpu``. (Upstream also checks that
+    ``requests.<name>`` is a qualified name; the API server has already validated resource names.)"""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+    return True
 
 
 def is_scalar_resource_name(name: str) -> bool:
@@ -87,38 +88,66 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
-def _container_requests(container: Mapping, non_zero: bool) -> dict[str, int]:
+def _container_requests(container: Mapping, defaults: Mapping[str, int]) -> dict[str, int]:
     reqs = resource_list((container.get("resources") or {}).get("requests"))
-    if non_zero:
-        for name, default in _NON_ZERO_DEFAULTS.items():
-            reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
+    for name, default in defaults.items():
+        reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
     return reqs
 
 
-def pod_requests(pod: Mapping, *, non_zero: bool = False) -> dict[str, int]:
+def pod_requests(pod: Mapping, *, non_zero: bool = False, pod_level: bool = True) -> dict[str, int]:
     """The pod's effective request per resource, as upstream ``PodRequests``.
 
     ``non_zero=True`` is the scoring variant (``NonMissingContainerRequests``): every container that does
-    not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default.
+    not set cpu/memory counts 100m / 200Mi. A pod with no containers gets no default. ``pod_level=False``
+    ignores ``spec.resources`` (upstream ``SkipPodLevelResources``), as v1.37.2's NodeResourcesFit *scoring*
+    does for the incoming pod: its scorer is built without the PodLevelResources feature flag.
     """
     cache = _CYCLE.get()
+    key = (id(pod), non_zero, pod_level)
     if cache is None:
-        return _pod_requests(pod, non_zero)
-    hit = cache.get((id(pod), non_zero))
+        return _pod_requests(pod, non_zero, pod_level)
+    hit = cache.get(key)
     if hit is None or hit[0] is not pod:  # the cached pod object is held, so its id cannot be reused
-        hit = cache[(id(pod), non_zero)] = (pod, _pod_requests(pod, non_zero))
+        hit = cache[key] = (pod, _pod_requests(pod, non_zero, pod_level))
     return dict(hit[1])
 
 
-def _pod_requests(pod: Mapping, non_zero: bool) -> dict[str, int]:
+def _pod_requests(pod: Mapping, non_zero: bool, pod_level: bool = True) -> dict[str, int]:
+    return _requests_with_defaults(pod, _NON_ZERO_DEFAULTS if non_zero else {}, pod_level)
+
+
+def _is_pod_level_requests_set(pod: Mapping) -> bool:
+    """Upstream ``IsPodLevelRequestsSet``: ``spec.resources.requests`` names cpu, memory or a hugepages size."""
+    reqs = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(k in (CPU, MEMORY) or str(k).startswith("hugepages-") for k in reqs)
+
+
+def node_non_zero_requests(pod: Mapping) -> dict[str, int]:
+    """cpu and memory a pod adds to its node's *non-zero* sums, as upstream ``PodInfo.CalculateResource``.
+
+    Without pod-level requests: every container missing cpu/memory counts 100m/200Mi. With pod-level requests
+    (``getNonMissingContainerRequests``): only a resource missing from the pod's effective requests gets the
+    per-container default, so a container without memory next to one with memory adds nothing.
+    """
+    if not _is_pod_level_requests_set(pod):
+        nz = pod_requests(pod, non_zero=True)
+    else:
+        reqs = pod_requests(pod)
+        defaults = {k: v for k, v in _NON_ZERO_DEFAULTS.items() if k not in reqs}
+        nz = _requests_with_defaults(pod, defaults) if defaults else reqs
+    return {k: nz.get(k, 0) for k in (CPU, MEMORY)}
+
+
+def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int], pod_level: bool = True) -> dict[str, int]:
     spec = pod.get("spec") or {}
     reqs: dict[str, int] = {}
     for c in spec.get("containers") or []:
-        _add(reqs, _container_requests(c, non_zero))
+        _add(reqs, _container_requests(c, defaults))
     sidecars: dict[str, int] = {}
     init_need: dict[str, int] = {}
     for c in spec.get("initContainers") or []:
-        creq = _container_requests(c, non_zero)
+        creq = _container_requests(c, defaults)
         if c.get("restartPolicy") == "Always":
             _add(reqs, creq)
             _add(sidecars, creq)
@@ -128,10 +157,10 @@ def _pod_requests(pod: Mapping, non_zero: bool) -> dict[str, int]:
             _add(need, sidecars)
         _max(init_need, need)
     _max(reqs, init_need)
-    pod_level = resource_list((spec.get("resources") or {}).get("requests"))
-    for name, value in pod_level.items():
-        if name in (CPU, MEMORY) or name.startswith("hugepages-"):
-            reqs[name] = value
+    if pod_level:
+        for name, value in resource_list((spec.get("resources") or {}).get("requests")).items():
+            if name in (CPU, MEMORY) or name.startswith("hugepages-"):
+                reqs[name] = value
     _add(reqs, resource_list(spec.get("overhead")))
     return reqs
 
@@ -193,8 +222,7 @@ class NodeInfo:
     def add_pod(self, pod: Mapping) -> None:
         self.pods.append(dict(pod))
         _add(self.requested, pod_requests(pod))
-        nz = pod_requests(pod, non_zero=True)
-        _add(self.non_zero_requested, {k: nz.get(k, 0) for k in (CPU, MEMORY)})
+        _add(self.non_zero_requested, node_non_zero_requests(pod))
 
     def remove_pod(self, key: str) -> None:
         """Drop the pod ``namespace/name`` and recompute the sums (used by the preemption dry run)."""

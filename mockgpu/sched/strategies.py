@@ -1,7 +1,7 @@
 """NodeResourcesFit scoring strategies as pure integer functions, as upstream computes them.
 
 Upstream: ``pkg/scheduler/framework/plugins/noderesources/{least_allocated,most_allocated,
-requested_to_capacity_ratio}.go`` and ``helper/shape_score.go`` (read for v1.22 .. v1.35; the formulas
+requested_to_capacity_ratio}.go`` and ``helper/shape_score.go`` (checked against v1.37.2; the formulas
 have not changed since v1.22's RTCR utilisation fix).
 
 Contract shared with ``mockgpu.sim``:

@@ -24,7 +24,9 @@ def test_preemption_nominates_and_deletes_a_victim(seed: Env):
                          what="Preempted event")
     assert preempted[0].message == f"Preempted by pod {pod.metadata.uid} on node {node}"
     cond = seed.wait_unschedulable("urgent")
-    assert cond.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."  # preemption found a node
+    # v1.37.2 appends the successful preemption's post-filter message
+    assert cond.message == ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: found a potential "
+                            f"placement for pod on node {node}, preempting 1 victims")
     # while the victim terminates, a retry (here: a node label changed) waits instead of preempting again
     seed.api.patch_node("gpu-0", {"metadata": {"labels": {"example.com/retry": "1"}}})
     wait_for(lambda: seed.wait_unschedulable("urgent").message == (

@@ -6,6 +6,7 @@ import pytest
 
 from mockgpu.control.scheduler.cache import Cache
 from mockgpu.control.scheduler.queue import SchedulingQueue
+from mockgpu.sched.snapshot import pod_key
 
 
 class Clock:
@@ -151,10 +152,12 @@ def test_node_updates_that_can_help_pending_pods(change, relevant):
     assert c.set_node(updated) is relevant
 
 
-def test_nominated_pods_count_for_pods_of_lower_or_equal_priority():
+def test_nominated_pods_are_listed_per_node_and_leave_the_cache_untouched():
     c = Cache()
     c.set_node(node("n"))
-    c.nominate(pod("vip", prio=100, gpus=2), "n")
-    assert c.snapshot_for(pod("low", prio=0))[0].requested["nvidia.com/gpu"] == 2
-    assert c.snapshot_for(pod("higher", prio=1000))[0].requested.get("nvidia.com/gpu", 0) == 0
+    vip = pod("vip", prio=100, gpus=2)
+    c.nominate(vip, "n")
+    assert c.nominated_pods() == {"n": [vip]}
     assert c.info("n").requested.get("nvidia.com/gpu", 0) == 0  # the cache itself is untouched
+    c.unnominate(pod_key(vip))
+    assert c.nominated_pods() == {}

@@ -26,7 +26,8 @@ def fit_args(profile):
 
 def test_defaults():
     prof = default_config().profiles["default-scheduler"]
-    assert prof.filter_names() == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+    # v1.37.2 getDefaultPlugins: NodeName before NodeUnschedulable
+    assert prof.filter_names() == ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity",
                                    "NodeResourcesFit"]
     assert prof.score_weights() == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                                     "NodeResourcesBalancedAllocation": 1}

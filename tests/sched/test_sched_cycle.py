@@ -78,12 +78,18 @@ def test_mixed_cluster_message():
                        random.Random(0))
     assert res.message == (
         "0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated "
-        "taint {node-role.kubernetes.io/control-plane: }, 4 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are "
+        "taint(s), 4 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are "
         "available: 2 Preemption is not helpful for scheduling, 4 No preemption victims found for incoming pod.")
     # the first failing filter decides: the tainted node never reaches NodeResourcesFit
-    assert res.filter_results["cp"] == {"NodeUnschedulable": "passed", "NodeName": "passed",
-                                        "TaintToleration": "node(s) had untolerated taint "
-                                                           "{node-role.kubernetes.io/control-plane: }"}
+    assert res.filter_results["cp"] == {"NodeName": "passed", "NodeUnschedulable": "passed",
+                                        "TaintToleration": "node(s) had untolerated taint(s)"}
+
+
+def test_node_name_filter_runs_before_node_unschedulable():
+    # v1.37.2's default order: a pod bound by name to another node is rejected by NodeName on a cordoned node
+    cordoned = NodeInfo.from_node(node("gpu-9", GPU_NODE, unschedulable=True))
+    res = schedule_one(gpu_pod("pinned", 1, nodeName="gpu-1"), [cordoned], default_profile(), random.Random(0))
+    assert res.filter_results["gpu-9"] == {"NodeName": "node(s) didn't match the requested node name"}
 
 
 def test_preemption_nominates_node_and_victims():
@@ -93,7 +99,9 @@ def test_preemption_nominates_node_and_victims():
     # gpu-4 only: victims with priority 0 (< 50); the 10-priority pods on gpu-1..3 are also lower, but
     # upstream prefers the candidate whose most important victim has the lowest priority (0 < 10)
     assert (res.nominated_node, res.victims) == ("gpu-4", ["default/lo"])
-    assert res.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    # v1.37.2: the successful preemption's post-filter message ends the FailedScheduling text
+    assert res.message == ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: found a potential "
+                           "placement for pod on node gpu-4, preempting 1 victims")
 
 
 def test_one_feasible_node_is_chosen_without_scoring():
@@ -155,12 +163,22 @@ def test_unschedulable_annotation_lists_reasons():
     assert "mockgpu.io/selected-node" not in annotations(res)
 
 
-def test_same_seed_same_answer_and_ties_are_uniformish():
-    scores = [("a", 10), ("b", 10), ("c", 10), ("d", 5)]
-    picks = [select_host(scores, random.Random(seed)) for seed in range(300)]
-    assert picks == [select_host(scores, random.Random(seed)) for seed in range(300)]
-    counts = {n: picks.count(n) for n in "abcd"}
-    assert counts["d"] == 0 and all(60 < counts[n] < 140 for n in "abc"), counts
+SELECT_ROWS = [
+    # schedule_one_test.go Test_SelectHost / sorted_nodes_test.go v1.37.2, with every Randomizer 0 (no extenders)
+    ("unique properly ordered scores", [("node1", 1), ("node2", 2)], "node2"),
+    ("descending by TotalScore", [("node1", 1), ("node3", 3), ("node2", 2)], "node3"),
+    # ties: heap.Init leaves the first of the tied maxima at the root when nothing outranks it
+    ("equal scores", [("a", 10), ("b", 10), ("c", 10), ("d", 5)], "a"),
+    # [d5, b9, c7, a9] -> heap.Init sifts b9 up over d5: the root is b
+    ("tie decided by heap layout", [("d", 5), ("b", 9), ("c", 7), ("a", 9)], "b"),
+]
+
+
+@pytest.mark.parametrize("scores,want", [r[1:] for r in SELECT_ROWS], ids=[r[0] for r in SELECT_ROWS])
+def test_select_host_is_the_first_heap_pop(scores, want):
+    assert select_host(scores) == want
+    # no random draw decides a tie in v1.37.2: every seed gives the same node
+    assert {select_host(scores, random.Random(seed)) for seed in range(50)} == {want}
 
 
 def test_heap_order_matches_go_container_heap():
@@ -200,3 +218,37 @@ def test_round_robin_start_index_and_single_feasible_search_without_scorers():
     no_score = type(prof)(scheduler_name="f", filters=prof.filters, scorers=[])
     res = schedule_one(gpu_pod("x", 1), nodes, no_score, random.Random(0), start_index=1)
     assert (res.feasible, res.selected_node, res.next_start_index) == (["gpu-2"], "gpu-2", 2)
+
+
+def test_skipped_score_plugins_are_absent_from_the_scores():
+    # NodeAffinity (no preferred terms) and BalancedAllocation (best-effort pod) return Skip from PreScore
+    res = schedule_one(pod("be", container()), seed_cluster([]), default_profile(), random.Random(0))
+    assert all(set(s) == {"TaintToleration", "NodeResourcesFit"} for s in res.raw_scores.values()), res.raw_scores
+
+
+NOMINATED_ROWS = [
+    # gpu-1 holds one 1-GPU pod; a 1-GPU pod of priority 100 is nominated there (not bound yet). The incoming
+    # 1-GPU pod fits gpu-1 only if the nominated pod is not counted.
+    ("lower priority pod: the nominated pod counts in Filter", 0, False),
+    ("equal priority pod: counts too", 100, False),
+    ("higher priority pod: the nominated pod is ignored", 1000, True),
+]
+
+
+@pytest.mark.parametrize("priority,fits_gpu1", [r[1:] for r in NOMINATED_ROWS], ids=[r[0] for r in NOMINATED_ROWS])
+def test_nominated_pods_count_in_filter(priority, fits_gpu1):
+    nodes = seed_cluster([gpu_pod("a", 1, node_name="gpu-1")])
+    nominated = {"gpu-1": [gpu_pod("vip", 1, priority=100)]}
+    res = schedule_one(gpu_pod("x", 1, priority=priority), nodes, default_profile(), random.Random(0),
+                       nominated=nominated)
+    assert ("gpu-1" in res.feasible) is fits_gpu1
+    if not fits_gpu1:
+        assert res.filter_results["gpu-1"]["NodeResourcesFit"] == "Insufficient nvidia.com/gpu"
+
+
+def test_nominated_pod_does_not_change_scores():
+    nodes = seed_cluster([gpu_pod("a", 1, node_name="gpu-1")])
+    big = {"gpu-2": [pod("vip", container({"cpu": "16", "memory": "128Gi"}), priority=100)]}
+    plain = schedule_one(gpu_pod("x", 1), nodes, default_profile(), random.Random(0))
+    with_nominated = schedule_one(gpu_pod("x", 1), nodes, default_profile(), random.Random(0), nominated=big)
+    assert with_nominated.feasible == plain.feasible and with_nominated.raw_scores == plain.raw_scores

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sched_builders import container, node, pod
 
-from mockgpu.sched.snapshot import NodeInfo, pod_requests
+from mockgpu.sched.snapshot import NodeInfo, node_non_zero_requests, pod_requests
 
 G = 10**9
 REQUEST_ROWS = [
@@ -55,3 +55,26 @@ def test_node_info_sums_and_copies():
     assert bigger.requested == {"nvidia.com/gpu": 2, "cpu": 1000}
     bigger.remove_pod("default/a")
     assert bigger.requested == {"cpu": 1000, "nvidia.com/gpu": 1}
+
+
+MI = 2**20
+NODE_NON_ZERO_ROWS = [
+    # framework/types.go PodInfo.CalculateResource (v1.37.2) with getNonMissingContainerRequests
+    ("no pod-level requests: every container missing cpu/memory counts 100m/200Mi",
+     pod("p", container(), container({"memory": "1Gi"})), {"cpu": 200, "memory": 200 * MI + 2**30}),
+    ("pod-level cpu, one container sets memory: memory is present, so no 200Mi for the other container",
+     pod("p", container(), container({"memory": "1Gi"}), resources={"requests": {"cpu": "2"}}),
+     {"cpu": 2000, "memory": 2**30}),
+    ("pod-level cpu, no container memory: 200Mi per container",
+     pod("p", container(), container(), resources={"requests": {"cpu": "2"}}), {"cpu": 2000, "memory": 400 * MI}),
+    ("pod-level cpu and memory: no defaults at all",
+     pod("p", container(), resources={"requests": {"cpu": "500m", "memory": "1Gi"}}), {"cpu": 500, "memory": 2**30}),
+    ("pod-level requests of an unsupported resource only do not count as pod-level",
+     pod("p", container(), resources={"requests": {"nvidia.com/gpu": "1"}}), {"cpu": 100, "memory": 200 * MI}),
+]
+
+
+@pytest.mark.parametrize("p,want", [r[1:] for r in NODE_NON_ZERO_ROWS], ids=[r[0] for r in NODE_NON_ZERO_ROWS])
+def test_node_non_zero_requests(p, want):
+    assert node_non_zero_requests(p) == want
+    assert NodeInfo.from_node(node("n", {"cpu": "8"}), [p]).non_zero_requested == want

@@ -1,11 +1,25 @@
 """Upstream's own NodeResourcesFit and BalancedAllocation score tables, transcribed as rows.
 
-Sources (kubernetes/kubernetes, pkg/scheduler/framework/plugins/noderesources/): least_allocated_test.go and
-requested_to_capacity_ratio_test.go @8519d339, most_allocated_test.go @072825f9, balanced_allocation_test.go
-@00fdb4ff (v1.35 era). Upstream's node sizes are kept as written: ``st.MakeNode().Capacity({"cpu": "4000"})``
-is 4000 *cores*, ``makeNode(name, 4000, ...)`` is 4000 *millicores*; only ratios matter. ``pod()`` with no
-container is upstream's ``st.MakePod().Obj()`` (no containers, so no non-zero defaults). Cases that test
-plugin construction errors are in test_sched_config.py; DRA cases are not modelled.
+Source: kubernetes **v1.37.2**, pkg/scheduler/framework/plugins/noderesources/ (Go module cache
+``k8s.io/kubernetes@v1.37.2``): least_allocated_test.go, most_allocated_test.go,
+requested_to_capacity_ratio_test.go (TestRequestedToCapacityRatioScoringStrategy,
+TestResourceBinPackingSingleExtended, TestResourceBinPackingMultipleExtended), fit_test.go (TestFitScore) and
+balanced_allocation_test.go.
+Upstream's node sizes are kept as written: ``st.MakeNode().Capacity({"cpu": "4000"})`` is 4000 *cores*,
+``makeNode(name, 4000, ...)`` is 4000 *millicores*; only ratios matter. ``pod()`` with no container is upstream's
+``st.MakePod().Obj()`` (no containers, so no non-zero defaults).
+
+Rows not transcribed here, and why:
+
+* "Resources not set, pods scheduled with error" (least/most): an internal-config plugin built with no resources
+  returns an Error status; a v1 file cannot express it (defaulting fills cpu and memory).
+* "resource with negative weight", "resource with zero weight", "resource weight larger than MaxNodeScore"
+  (least/most): plugin construction errors, covered through the config parser in test_sched_config.py (a v1
+  weight of 0 is defaulted to 1, so only the negative and > 100 rows are errors there).
+* balanced_allocation_test.go "include DRA resource on a node for balanced resource allocation" (with and without
+  PreScore): DRA-backed extended resources (DeviceClass, ResourceSlice) are not modelled.
+* fit_test.go TestFitScore "... with Extended resources" (with and without PreScore): DRA-backed.
+* TestBrokenLinearFunction is in test_sched_strategies.py.
 """
 
 from __future__ import annotations
@@ -21,7 +35,7 @@ from mockgpu.sched.strategies import ScoringStrategy
 LA, MA, RTCR = (ScoringStrategy.LEAST_ALLOCATED, ScoringStrategy.MOST_ALLOCATED,
                 ScoringStrategy.REQUESTED_TO_CAPACITY_RATIO)
 CPU_MEM = {"cpu": 1, "memory": 1}
-EXT = "example.com/aaa"
+EXT = "abc.com/xyz"  # util_test.go extendedRes
 EXT_SET = {"cpu": 1, "memory": 1, EXT: 1}
 LEAST_SHAPE = ((0, 10), (100, 0))
 
@@ -191,6 +205,43 @@ FIT_ROWS += [
 ]
 
 
+# --- fit_test.go TestFitScore (v1.37.2); the "if PreScore is not called" twins give the same numbers here, where
+# Score never depends on PreScore ---
+FIT_SCORE_EXISTING = (("node1", {"cpu": "2000", "memory": "4000"}), ("node2", {"cpu": "1000", "memory": "2000"}))
+
+
+def fit_score_existing():
+    return [req_pod(f"e-{n}", r, node_name=n) for n, r in FIT_SCORE_EXISTING]
+
+
+def with_sidecar(node_name):
+    """``st.MakePod().Req({cpu 1000, memory 2000}).SidecarReq({cpu 1000, memory 2000})``."""
+    return pod("s", container({"cpu": "1000", "memory": "2000"}), node_name=node_name,
+               init=[container({"cpu": "1000", "memory": "2000"}, restartPolicy="Always")])
+
+
+BIG = {"cpu": "3000", "memory": "5000"}
+SMALL = {"cpu": "1000", "memory": "2000"}
+FIT_ROWS += [
+    # node1 cpu (2000+3000)/4000 -> util 100 (over) -> 0 dropped, mem 90 -> 10: 10; node2 cpu 66 -> 34, mem 70 -> 30: 32
+    ("TestFitScore RequestedToCapacityRatio case1", RTCR, CPU_MEM, LEAST_SHAPE, req_pod("p", BIG),
+     fit_score_existing(), n2(4000, 10000, 6000, 10000), {"node1": 10, "node2": 32}),
+    ("TestFitScore RequestedToCapacityRatio case2", RTCR, CPU_MEM, ((0, 0), (100, 10)), req_pod("p", BIG),
+     fit_score_existing(), n2(4000, 10000, 6000, 10000), {"node1": 95, "node2": 68}),
+    ("TestFitScore MostAllocated", MA, CPU_MEM, (), req_pod("p", SMALL), fit_score_existing(),
+     n2(4000, 10000, 6000, 10000), {"node1": 67, "node2": 36}),
+    ("TestFitScore LeastAllocated", LA, CPU_MEM, (), req_pod("p", SMALL), fit_score_existing(),
+     n2(4000, 10000, 6000, 10000), {"node1": 32, "node2": 63}),
+    # the sidecar's requests count on node1 (restartable init container added to the containers' sum)
+    ("TestFitScore MostAllocated with sidecar container", MA, CPU_MEM, (), req_pod("p", SMALL),
+     [with_sidecar("node1"), req_pod("e", SMALL, node_name="node2")], n2(4000, 10000, 4000, 10000),
+     {"node1": 67, "node2": 45}),
+    ("TestFitScore LeastAllocated with sidecar container", LA, CPU_MEM, (), req_pod("p", SMALL),
+     [with_sidecar("node1"), req_pod("e", SMALL, node_name="node2")], n2(4000, 10000, 4000, 10000),
+     {"node1": 32, "node2": 55}),
+]
+
+
 @pytest.mark.parametrize("strategy,resources,shape,incoming,existing,nodes,want", [r[1:] for r in FIT_ROWS],
                          ids=[r[0] for r in FIT_ROWS])
 def test_upstream_fit_scores(strategy, resources, shape, incoming, existing, nodes, want):
@@ -200,13 +251,14 @@ def test_upstream_fit_scores(strategy, resources, shape, incoming, existing, nod
 
 
 def cpu_and_memory(node_name=""):
+    """``st.MakePod().Req(cpuAndMemory("1000m", "2000")).Req(cpuAndMemory("2000m", "3000"))``."""
     return pod("cm", container({"cpu": "1000m", "memory": "2000"}), container({"cpu": "2000m", "memory": "3000"}),
                node_name=node_name)
 
 
 def cpu_only(node_name=""):
-    return pod("co", container({"cpu": "1000m", "memory": "0"}), container({"cpu": "2000m", "memory": "0"}),
-               node_name=node_name)
+    """``st.MakePod().Req(cpuOnly("1000m")).Req(cpuOnly("2000m"))`` (no memory key at all)."""
+    return pod("co", container({"cpu": "1000m"}), container({"cpu": "2000m"}), node_name=node_name)
 
 
 def cpu_memory_gpu(node_name=""):
@@ -216,38 +268,50 @@ def cpu_memory_gpu(node_name=""):
 
 GPU8 = {"nvidia.com/gpu": 8}
 WITH_GPU = {"cpu": 1, "memory": 1, "nvidia.com/gpu": 1}
+# balanced_allocation_test.go v1.37.2: score = 50 + (50 + with_pod - without_pod) // 2, each int((1-std)*100).
+# The last column says whether PreScore runs first (upstream's runPreScore).
 BALANCED_ROWS = [
-    # node1 cpu 3000/4000=.75, mem 5000/10000=.5: std .125 -> 87; node2 .5,.5 -> 100
+    # node1 cpu 0 -> 3000/4000, mem 0 -> 5000/10000: 100 -> 87 = 68; node2 .5/.5: 100 -> 100 = 75
     ("nothing scheduled, resources requested, differently sized nodes", CPU_MEM, cpu_and_memory(), [],
-     [mk("node1", 4000, 10000), mk("node2", 6000, 10000)], {"node1": 87, "node2": 100}),
-    # node1 6000/10000=.6, 5000/20000=.25: std .175 -> 82; node2 .6, .5: std .05 -> 95
+     [mk("node1", 4000, 10000), mk("node2", 6000, 10000)], {"node1": 68, "node2": 75}, True),
+    # node1 cpu 30% -> 60%, mem 0 -> 25%: 85 -> 82 = 73; node2 30/25% -> 60/50%: 97 -> 95 = 74
     ("resources requested, pods scheduled with resources", CPU_MEM, cpu_and_memory(),
      [cpu_only("node1"), cpu_and_memory("node2")], [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
-     {"node1": 82, "node2": 95}),
-    # node2 .6, 10000/50000=.2: std .2 -> 80
+     {"node1": 73, "node2": 74}, True),
+    # node2 mem 10% -> 20%: 90 -> 80 = 70
     ("resources requested, pods scheduled with resources, differently sized nodes", CPU_MEM, cpu_and_memory(),
      [cpu_only("node1"), cpu_and_memory("node2")], [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
-     {"node1": 82, "node2": 80}),
-    # node1 6000/6000=1, 0: std .5 -> 50; node2 1, .5: std .25 -> 75
+     {"node1": 73, "node2": 70}, True),
+    # node1 cpu 100%, mem 0 -> 100%: 50 -> 100 = 100; node2 cpu 0, mem 0 -> 100%: 100 -> 50 = 50
+    ("resources requested, pods scheduled with resources, nodes to reach min/max score", CPU_MEM,
+     req_pod("p", {"memory": "2000"}, {"memory": "3000"}), [cpu_only("node1")],
+     [mk("node1", 3000, 5000), mk("node2", 3000, 5000)], {"node1": 100, "node2": 50}, True),
+    # node1 cpu 50% -> 100%, mem 0: 75 -> 50 = 62; node2 cpu 50% -> 100%, mem 50%: 100 -> 75 = 62
     ("requested resources at node capacity", CPU_MEM, cpu_only(),
      [cpu_only("node1"), cpu_and_memory("node2")], [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
-     {"node1": 50, "node2": 75}),
-    # node1 cpu 3000/3500, mem 5000/40000, gpu 4/8: population std .3002 -> 70; node2 gpu 1/8: -> 65
-    ("include scalar resource on a node for balanced resource allocation", WITH_GPU,
-     req_pod("p", {"memory": "0", "nvidia.com/gpu": "1"}), [cpu_and_memory("node2"), cpu_memory_gpu("node1")],
-     [mk("node1", 3500, 40000, GPU8), mk("node2", 3500, 40000, GPU8)], {"node1": 70, "node2": 65}),
-    # the pod does not request the GPU: bypassed; .8571 vs .125 -> std .366 -> 63 on both
-    ("node without the scalar resource should skip the scalar resource", WITH_GPU, cpu_and_memory(), [],
-     [mk("node1", 3500, 40000, GPU8), mk("node2", 3500, 40000)], {"node1": 63, "node2": 63}),
+     {"node1": 62, "node2": 62}, True),
+    # node1 cpu 3000/3500, mem 5000/40000, gpu 3 -> 4 of 8: 69 -> 70 = 75; node2 gpu 0 -> 1: 62 -> 65 = 76
+    ("scalar resource is included in the score computation if pod requests the scalar resource", WITH_GPU,
+     req_pod("p", {"cpu": "0", "memory": "0", "nvidia.com/gpu": "1"}),
+     [cpu_memory_gpu("node1"), cpu_and_memory("node2")],
+     [mk("node1", 3500, 40000, GPU8), mk("node2", 3500, 40000, GPU8)], {"node1": 75, "node2": 76}, True),
+    # the GPU is not requested, so bypassed: .857 vs .125 from empty nodes: 100 -> 63 = 56 on both
+    ("scalar resource is not included in the score computation if pod doesn't request the scalar resource",
+     WITH_GPU, cpu_and_memory(), [], [mk("node1", 3500, 40000, GPU8), mk("node2", 3500, 40000)],
+     {"node1": 56, "node2": 56}, True),
+    ("resources requested, pods scheduled with resources if PreScore not called", CPU_MEM, cpu_and_memory(),
+     [cpu_only("node1"), cpu_and_memory("node2")], [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+     {"node1": 73, "node2": 74}, False),
 ]
 
 
-@pytest.mark.parametrize("resources,incoming,existing,nodes,want", [r[1:] for r in BALANCED_ROWS],
+@pytest.mark.parametrize("resources,incoming,existing,nodes,want,run_pre_score", [r[1:] for r in BALANCED_ROWS],
                          ids=[r[0] for r in BALANCED_ROWS])
-def test_upstream_balanced_scores(resources, incoming, existing, nodes, want):
+def test_upstream_balanced_scores(resources, incoming, existing, nodes, want, run_pre_score):
     plugin = NodeResourcesBalancedAllocation(BalancedArgs(resources))
     node_infos = infos(nodes, existing)
-    assert plugin.pre_score(incoming, node_infos).is_success
+    if run_pre_score:
+        assert plugin.pre_score(incoming, node_infos).is_success
     assert {ni.name: plugin.score(incoming, ni) for ni in node_infos} == want
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mockgpu.sched.snapshot import NodeInfo, pod_key, pod_priority, resource_list
+from mockgpu.sched.snapshot import NodeInfo, pod_key, resource_list
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -156,24 +156,11 @@ class Cache:
         entry = self._nominated.get(key)
         return entry[0] if entry else None
 
-    def snapshot_for(self, pod: Mapping) -> list[NodeInfo]:
-        """The nodes as ``pod`` sees them: pods nominated elsewhere with priority ≥ its own are added
-        (upstream ``RunFilterPluginsWithNominatedPods``, simplified to apply to scoring as well)."""
-        nodes = self.nodes()
-        if not self._nominated:
-            return nodes
-        key, prio = pod_key(pod), pod_priority(pod)
-        extra: dict[str, list[dict]] = {}
-        for other, (node, p) in self._nominated.items():
-            if other != key and pod_priority(p) >= prio:
-                extra.setdefault(node, []).append(p)
-        if not extra:
-            return nodes
-        out = []
-        for info in nodes:
-            if info.name in extra:
-                info = info.clone()
-                for p in extra[info.name]:
-                    info.add_pod(p)
-            out.append(info)
+    def nominated_pods(self) -> dict[str, list[dict]]:
+        """Pods nominated to each node and not bound yet (upstream's nominator). ``schedule_one`` adds those of
+        priority ≥ the pod's to its Filter runs only (``RunFilterPluginsWithNominatedPods``); Score does not
+        see them, as upstream."""
+        out: dict[str, list[dict]] = {}
+        for node, p in self._nominated.values():
+            out.setdefault(node, []).append(p)
         return out

@@ -6,8 +6,9 @@ as its message (written only when it changed; ``lastTransitionTime`` only moves 
 ``FailedScheduling`` Warning event per attempt (aggregated by the recorder), ``status.nominatedNodeName``
 after a successful preemption dry run. Preemption as upstream's ``prepareCandidate``: each victim gets the
 ``DisruptionTarget`` condition (reason ``PreemptionByScheduler``), is deleted gracefully and gets a
-``Preempted`` event. A pod whose nominated node still has lower-priority pods terminating does not preempt
-again (upstream ``PodEligibleToPreemptOthers``).
+``Preempted`` event. A pod whose nominated node still has a lower-priority pod terminating *because the
+scheduler preempted it* (``DisruptionTarget``/``PreemptionByScheduler``) does not preempt again, unless the
+filters now call that node UnschedulableAndUnresolvable (upstream v1.37.2 ``PodEligibleToPreemptOthers``).
 
 mockgpu additions: the filter/score annotations (so the pod inspector can show every node's reason) and
 ``mockgpu.io/first-unschedulable-time`` (set once, for the pending timeline).
@@ -21,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.scheduler.events import rfc3339
 from mockgpu.sched.cycle import ANNOTATION_SELECTED, ScheduleResult, annotations
+from mockgpu.sched.framework import Code
 from mockgpu.sched.messages import fit_error
 from mockgpu.sched.snapshot import pod_key, pod_priority
 
@@ -42,18 +44,30 @@ def _condition(pod: dict, reason: str, message: str) -> dict[str, Any]:
     return cond
 
 
-def _terminating_lower_priority(s: Scheduler, node: str, pod: dict) -> bool:
+def _terminating_by_preemption(p: dict) -> bool:
+    """Upstream ``PodTerminatingByPreemption``: deleting, and its DisruptionTarget says the scheduler did it."""
+    if not (p.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for cond in (p.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget":
+            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+    return False
+
+
+def _terminating_lower_priority(s: Scheduler, node: str, pod: dict, res: ScheduleResult) -> bool:
+    status = res.statuses.get(node)
+    if status is not None and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return False  # the nominated node cannot help any more: preempt again elsewhere
     info = s.cache.info(node)
     prio = pod_priority(pod)
-    return info is not None and any((p.get("metadata") or {}).get("deletionTimestamp") and pod_priority(p) < prio
-                                    for p in info.pods)
+    return info is not None and any(_terminating_by_preemption(p) and pod_priority(p) < prio for p in info.pods)
 
 
 def record_unschedulable(s: Scheduler, q: QueuedPod, res: ScheduleResult, component: str) -> None:
     pod, key = q.pod, q.key
     message, nominated, victims = str(res.message), res.nominated_node, list(res.victims)
     previous = s.cache.nominated_node(key) or (pod.get("status") or {}).get("nominatedNodeName")
-    if previous and _terminating_lower_priority(s, previous, pod):
+    if previous and _terminating_lower_priority(s, previous, pod, res):
         message = fit_error(res.num_nodes, res.statuses, post_filter_msg=TERMINATING_ON_NOMINATED)
         nominated, victims = None, []
     victim_pods = []

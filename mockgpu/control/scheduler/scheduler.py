@@ -215,7 +215,8 @@ class Scheduler:
         self.cycles += 1
         t0 = time.thread_time()
         try:
-            res = schedule_one(pod, self.cache.snapshot_for(pod), profile, self.rng, start_index=self._start_index)
+            res = schedule_one(pod, self.cache.nodes(), profile, self.rng, start_index=self._start_index,
+                               nominated=self.cache.nominated_pods())
         except PluginScoreError as exc:
             failure.record_error(self, q, profile.scheduler_name, str(exc))
             return

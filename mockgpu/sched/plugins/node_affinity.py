@@ -1,14 +1,20 @@
 """NodeAffinity: ``spec.nodeSelector`` and required node affinity must match (Filter); matching preferred
 terms add their weights (Score), normalized so the best node gets 100.
 
-Simplified: the plugin's ``addedAffinity`` args are not modelled.
+PreScore returns Skip when the pod has no preferred terms (v1.37.2), so the plugin then has no score at all for
+the pod (absent from the score annotations) rather than 0 everywhere; totals are the same.
+
+Simplified: the plugin's ``addedAffinity`` args are not modelled; neither is the PreFilter result (required
+``matchFields`` ``metadata.name In`` terms restrict the nodes filtered; "pod affinity terms conflict"); a preferred
+term that does not parse is skipped here, while upstream fails PreScore with an error (the API server rejects
+such terms, so pods reaching the scheduler do not have them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mockgpu.sched.framework import Status, default_normalize
+from mockgpu.sched.framework import Code, Status, default_normalize
 from mockgpu.sched.nodeselector import selector_matches, term_matches
 from mockgpu.sched.snapshot import NodeInfo
 
@@ -41,6 +47,11 @@ class NodeAffinity:
         if required_matches(pod, node):
             return Status.success()
         return Status.unschedulable(ERR_REASON, resolvable=False)
+
+    def pre_score(self, pod: Mapping, nodes: list[NodeInfo]) -> Status:
+        if not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"):
+            return Status(Code.SKIP)
+        return Status.success()
 
     def score(self, pod: Mapping, node: NodeInfo) -> int:
         total = 0

@@ -84,25 +84,42 @@ def insufficient_resources(request: Mapping[str, int], node: NodeInfo, args: Fit
 
 def resource_vectors(pod: Mapping, node: NodeInfo, resources: Mapping[str, int], *,
                      use_requested: bool) -> tuple[dict[str, int], dict[str, int]]:
-    """``(requested incl. pod, allocatable)`` per configured resource, as upstream's resource_allocation.
+    """``(requested incl. pod, allocatable)`` per configured resource; see ``allocation_vectors``."""
+    requested, _, allocatable = allocation_vectors(pod, node, resources, use_requested=use_requested)
+    return requested, allocatable
 
-    ``use_requested=False`` (NodeResourcesFit scoring) uses non-zero cpu/memory; ``True`` (Balanced) real
-    requests. A scalar resource the pod does not request is bypassed (allocatable 0 → skipped by scorers).
+
+def allocation_vectors(pod: Mapping, node: NodeInfo, resources: Mapping[str, int], *,
+                       use_requested: bool) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """``(requested, allocated, allocatable)`` per configured resource, as upstream's
+    ``calculateNodeAllocatableRequest`` (resource_allocation.go, v1.37.2).
+
+    ``allocated`` is what the node's pods already use, ``requested`` that plus the incoming pod. cpu and memory
+    come from the non-zero sums (``use_requested=False``, NodeResourcesFit scoring) or the real requests
+    (``True``, BalancedAllocation); ephemeral-storage and scalar resources always from the real requests.
+    A scalar resource the pod does not request is bypassed, and so is every resource the node has no
+    allocatable for (all three entries 0, which every scorer skips). Names that are neither cpu, memory,
+    ephemeral-storage nor scalar (``pods``, ``storage``) are not tracked per node upstream: also 0.
     """
-    pod_req = pod_requests(pod, non_zero=not use_requested)
+    pod_req = pod_requests(pod, non_zero=not use_requested, pod_level=use_requested)
     node_req = node.requested if use_requested else {**node.requested, **node.non_zero_requested}
     requested: dict[str, int] = {}
+    allocated: dict[str, int] = {}
     allocatable: dict[str, int] = {}
     for name in resources:
+        requested[name] = allocated[name] = allocatable[name] = 0
         p = pod_req.get(name, 0)
         if p == 0 and is_scalar_resource_name(name):
-            requested[name], allocatable[name] = 0, 0
-        elif name in (CPU, MEMORY, EPHEMERAL_STORAGE) or name in node.allocatable:
-            requested[name] = node_req.get(name, 0) + p
-            allocatable[name] = node.allocatable.get(name, 0)
-        else:
-            requested[name], allocatable[name] = 0, 0
-    return requested, allocatable
+            continue
+        if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource_name(name):
+            continue
+        alloc = node.allocatable.get(name, 0)
+        if alloc == 0:
+            continue
+        allocatable[name] = alloc
+        allocated[name] = node_req.get(name, 0)
+        requested[name] = allocated[name] + p
+    return requested, allocated, allocatable
 
 
 class NodeResourcesFit:

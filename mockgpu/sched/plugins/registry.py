@@ -1,10 +1,14 @@
 """Upstream plugin names → plugin classes, and the default profile's plugin lists and weights.
 
-Defaults as kube-scheduler's v1 ``getDefaultPlugins`` (MultiPoint): filter order NodeUnschedulable,
-NodeName, TaintToleration, NodeAffinity, …, NodeResourcesFit; score weights TaintToleration 3,
-NodeAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1. Default plugins not modelled here
-(they never reject or rank the pods mockgpu makes: NodePorts, volume plugins, PodTopologySpread,
-InterPodAffinity, ImageLocality, DynamicResources) are accepted in configs by name and ignored.
+Defaults as kube-scheduler v1.37.2's v1 ``getDefaultPlugins`` (MultiPoint) with its default feature gates:
+filter order NodeName, NodeUnschedulable (mockgpu's v1.35 model had these two the other way round),
+TaintToleration, NodeAffinity, …, NodeResourcesFit; score weights TaintToleration 3, NodeAffinity 2,
+NodeResourcesFit 1, VolumeBinding 1 (no weight in the list, so the framework's default 1), PodTopologySpread 2,
+InterPodAffinity 2, DynamicResources 2 (DynamicResourceAllocation is GA: inserted before DefaultPreemption),
+NodeResourcesBalancedAllocation 1, ImageLocality 1; NodeDeclaredFeatures (GA in v1.37) is appended. Default
+plugins not modelled here (they never reject or rank the pods mockgpu makes: NodePorts, volume plugins,
+PodTopologySpread, InterPodAffinity, ImageLocality, DynamicResources, NodeDeclaredFeatures) are accepted in
+configs by name and ignored.
 """
 
 from __future__ import annotations
@@ -27,16 +31,16 @@ PLUGINS: dict[str, type] = {
     balanced_allocation.NAME: balanced_allocation.NodeResourcesBalancedAllocation,
 }
 
-FILTERS = (node_unschedulable.NAME, node_name.NAME, taint_toleration.NAME, node_affinity.NAME,
+FILTERS = (node_name.NAME, node_unschedulable.NAME, taint_toleration.NAME, node_affinity.NAME,
            node_resources_fit.NAME)
 SCORERS = (taint_toleration.NAME, node_affinity.NAME, node_resources_fit.NAME, balanced_allocation.NAME)
 
-# The default MultiPoint list of kube-scheduler v1.35 with its score weights (None: no Score extension).
+# The default MultiPoint list of kube-scheduler v1.37.2 with its weights (None: no weight in the list).
 DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
-    ("NodeUnschedulable", None),
     ("NodeName", None),
+    ("NodeUnschedulable", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodePorts", None),
@@ -47,14 +51,16 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    ("NodeDeclaredFeatures", None),
 )
 
 # Names upstream knows that are accepted in a config but have no effect in this model.
 KNOWN_UNMODELLED = frozenset(name for name, _ in DEFAULT_MULTIPOINT if name not in PLUGINS) | {
-    "DynamicResources", "SchedulingGates",
+    "SchedulingGates",
 }
 KNOWN_PLUGINS = frozenset(PLUGINS) | KNOWN_UNMODELLED

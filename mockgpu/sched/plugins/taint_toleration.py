@@ -1,5 +1,11 @@
 """TaintToleration: NoSchedule/NoExecute taints must be tolerated (Filter); fewer untolerated
-PreferNoSchedule taints score higher (Score counts them, NormalizeScore reverses)."""
+PreferNoSchedule taints score higher (Score counts them, NormalizeScore reverses).
+
+The Filter reason is v1.37.2's ``node(s) had untolerated taint(s)``: it does not name the taint (mockgpu's v1.35
+model said ``node(s) had untolerated taint {key: value}``), so nodes with different taints share one histogram
+entry.
+``first_untolerated`` still finds the taint, for callers that want to show it.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,12 @@ from mockgpu.sched.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, fi
 NAME = "TaintToleration"
 
 
+ERR_REASON = "node(s) had untolerated taint(s)"
+
+
 def untolerated_reason(taint: Mapping) -> str:
-    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}"
+    """The Filter reason for an untolerated taint (v1.37.2: the same text whatever the taint)."""
+    return ERR_REASON
 
 
 class TaintToleration:
