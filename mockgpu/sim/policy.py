@@ -2,7 +2,8 @@
 
 The engine does what kube-scheduler's framework does around a score plugin: it filters (CPU,
 memory, GPU fit, GPU model), skips scoring when only one node fits, takes the highest score and
-breaks ties uniformly at random (``selectHost``). A policy only ranks and places on GPUs.
+breaks ties uniformly at random (``selectHost`` up to v1.35; v1.37.2 takes the first in node order, which is
+arbitrary on a trace). A policy only ranks and places on GPUs.
 
 A learner can write a policy as a plain function of one node and the pod (see ``as_policy``).
 """
