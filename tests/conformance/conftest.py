@@ -4,7 +4,8 @@ The upstream side runs the real kube-apiserver (without the TaintNodesByConditio
 taints every new Node not-ready until the node-lifecycle-controller sees it Ready), kube-controller-manager
 (without its node-lifecycle-controller: the suite's nodes have no kubelet to renew leases, so it would
 taint them unreachable) and kube-scheduler at ``-v=10``. The embedded side runs
-mockgpu's API server and scheduler in process. Neither runs kubelets: pods are bound, never started.
+mockgpu's API server and scheduler in process. Neither runs kubelets: pods are bound, never started. The clusters are per test module (so no scheduler
+thread outlives the suite's modules into other tests); the report is per session.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def report() -> Iterator[Report]:
         print(f"\nconformance report not written: sections {sorted(set(SECTIONS) - ran)} did not run")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def upstream_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamCluster]:
     upstream_env.require_upstream()
     home = tmp_path_factory.mktemp("conf-up")
@@ -51,7 +52,7 @@ def upstream_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstr
         yield c
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def embedded_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
     home = tmp_path_factory.mktemp("conf-emb")
     with EmbeddedCluster(EMPTY, name="conformance", home=home, scheduler=True, scheduler_config=PROFILES,
@@ -59,7 +60,7 @@ def embedded_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embed
         yield c
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sides(upstream_cluster: UpstreamCluster, embedded_cluster: EmbeddedCluster) -> tuple[EmbeddedSide, UpstreamSide]:
     emb = EmbeddedSide(embedded_cluster.api_client(), embedded_cluster.control_plane.scheduler)
     up = UpstreamSide(upstream_cluster.api_client(), upstream_cluster.component_log("kube-scheduler"))
