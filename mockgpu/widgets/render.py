@@ -29,11 +29,14 @@ CHIP_INLINE = "display:inline-block;margin:0 2px"  # outside any tile
 
 
 def _chip(h: Holder, size: str = CHIP) -> str:
-    title = f"{h.pod} ({h.phase}) {h.device_id}" + (f", {h.used_mib} MiB" if h.used_mib else "")
+    title = (f"{h.pod}{f' of {h.owner}' if h.owner else ''} ({h.phase}"
+             + (f", {h.restarts} restarts" if h.restarts else "") + f") {h.device_id}"
+             + (f", {h.used_mib} MiB" if h.used_mib else ""))
+    restarts = f' <span class="mockgpu-restarts">↻{h.restarts}</span>' if h.restarts else ""
     return (f'<div class="mockgpu-replica" data-pod="{escape(h.pod)}" title="{escape(title)}" '
             f'style="background:{h.color};padding:0 3px;margin:1px 0;border-radius:2px;overflow:hidden;'
             f'white-space:nowrap;text-overflow:ellipsis;box-sizing:border-box;line-height:14px;{size}">'
-            f'{escape(h.name)}</div>')
+            f'{escape(h.name)}{restarts}</div>')
 
 
 def _slot_box(inner: str, height: int) -> str:

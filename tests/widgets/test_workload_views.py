@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from widget_objects import alloc, gpu, pod, proc, state_cm
+from widget_objects import alloc, gpu, pod, proc, spec_nodes, state_cm
 
+from mockgpu.widgets.clustermap import cluster_map
 from mockgpu.widgets.inspector import inspect_pod
 from mockgpu.widgets.memory import memory_view
-from mockgpu.widgets.render import inspector_html, memory_html
+from mockgpu.widgets.render import cluster_map_html, inspector_html, memory_html
 from mockgpu.widgets.snapshot import Snapshot, pod_owner, restart_count
 from mockgpu.widgets.submit import LAB_LABEL, Submission, deployment_manifest, job_manifest
 
@@ -89,3 +90,19 @@ def test_job_and_deployment_manifests_carry_the_lab_label_and_a_valid_restart_po
     assert dep["spec"]["replicas"] == 2 and tmpl["spec"]["restartPolicy"] == "Always"
     assert dep["spec"]["selector"]["matchLabels"].items() <= tmpl["metadata"]["labels"].items()
     assert LAB_LABEL in tmpl["metadata"]["labels"] and LAB_LABEL in dep["metadata"]["labels"]
+
+
+def test_cluster_map_holder_keeps_its_replica_while_restarting_and_shows_owner_and_restarts():
+    victim = crashlooping(owned(pod("inference-7d9f8c6b5-x2k9q", node="shared-0", phase="Running"),
+                                "ReplicaSet", "inference-7d9f8c6b5", "7d9f8c6b5"), 4)
+    cms = [state_cm("shared-0", [gpu(0, replicas=4)],
+                    [alloc("big", "nvidia.com/gpu", [G0], [0]),
+                     alloc("inference-7d9f8c6b5-x2k9q", "nvidia.com/gpu", [G0], [1])])]
+    nodes = [n for n in spec_nodes("workshop.yaml") if n["metadata"]["name"] == "shared-0"]
+    m = cluster_map(Snapshot.of(nodes, [pod("big", node="shared-0", phase="Running"), victim], configmaps=cms))
+    (big, replica) = m.nodes[0].gpus[0].holders
+    assert (big.owner, big.restarts) == ("", 0)
+    assert (replica.owner, replica.restarts, replica.replica) == ("Deployment inference", 4, 1)
+    assert "inference-7d9f8c6b5-x2k9q replica 1 (4 restarts)" in m.describe()
+    html = cluster_map_html(m)
+    assert "of Deployment inference (Running, 4 restarts)" in html and "↻4" in html
