@@ -29,12 +29,6 @@ class PodMemory:
     owner: str = ""  # "Deployment inference": a replica that died is restarted in place, not replaced
     restarts: int = 0  # restartCount: how often the kubelet restarted it after it died
 
-    @property
-    def role(self) -> str:
-        """The owner when the pod has one (controller-made names are random), else the pod's key."""
-        return f"{self.owner} replica" if self.owner.startswith(("Deployment ", "ReplicaSet ")) else (
-            f"{self.owner} pod" if self.owner else self.pod)
-
 
 @dataclass(frozen=True)
 class OomMoment:
