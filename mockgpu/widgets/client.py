@@ -51,6 +51,8 @@ class ClusterClient:
 
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
         self.up_command = up_command
 
     @property
@@ -81,10 +83,11 @@ class ClusterClient:
     def list_nodes(self) -> list[Obj]:
         return self._json(self.core.list_node)["items"]
 
-    def list_pods(self, namespace: str | None = None) -> list[Obj]:
+    def list_pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        kw = {"label_selector": label_selector} if label_selector else {}
         if namespace:
-            return self._json(self.core.list_namespaced_pod, namespace)["items"]
-        return self._json(self.core.list_pod_for_all_namespaces)["items"]
+            return self._json(self.core.list_namespaced_pod, namespace, **kw)["items"]
+        return self._json(self.core.list_pod_for_all_namespaces, **kw)["items"]
 
     def list_events(self, namespace: str | None = None) -> list[Obj]:
         if namespace:
@@ -130,6 +133,54 @@ class ClusterClient:
         for pod in self._json(self.core.list_namespaced_pod, namespace,
                               **({"label_selector": label_selector} if label_selector else {}))["items"]:
             self.delete_pod(namespace, pod["metadata"]["name"])
+
+
+    # Workloads: a lab creates Jobs and Deployments as a user would, and the controllers make the pods.
+
+    def create_job(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.batch.create_namespaced_job, ns, manifest)
+
+    def create_deployment(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.apps.create_namespaced_deployment, ns, manifest)
+
+    def get_job(self, namespace: str, name: str) -> Obj:
+        return self._json(self.batch.read_namespaced_job, name, namespace)
+
+    def get_deployment(self, namespace: str, name: str) -> Obj:
+        return self._json(self.apps.read_namespaced_deployment, name, namespace)
+
+    def list_jobs(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        kw = {"label_selector": label_selector} if label_selector else {}
+        if namespace:
+            return self._json(self.batch.list_namespaced_job, namespace, **kw)["items"]
+        return self._json(self.batch.list_job_for_all_namespaces, **kw)["items"]
+
+    def list_deployments(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        kw = {"label_selector": label_selector} if label_selector else {}
+        if namespace:
+            return self._json(self.apps.list_namespaced_deployment, namespace, **kw)["items"]
+        return self._json(self.apps.list_deployment_for_all_namespaces, **kw)["items"]
+
+    def scale_deployment(self, namespace: str, name: str, replicas: int) -> Obj:
+        return self._json(self.apps.patch_namespaced_deployment_scale, name, namespace,
+                          {"spec": {"replicas": replicas}})
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Delete the Job and, in the background, its pods (a Job left alone orphans them, as upstream)."""
+        self._delete(self.batch.delete_namespaced_job, namespace, name)
+
+    def delete_deployment(self, namespace: str, name: str) -> None:
+        """Delete the Deployment; the garbage collector then removes its ReplicaSets and their pods."""
+        self._delete(self.apps.delete_namespaced_deployment, namespace, name)
+
+    def _delete(self, fn: Callable[..., Any], namespace: str, name: str) -> None:
+        try:
+            self._call(lambda: fn(name, namespace, propagation_policy="Background", _preload_content=False))
+        except ApiRefused as exc:
+            if exc.code != 404:
+                raise
 
 
 def connect(kubeconfig: str | Path | None = None, *, context: str | None = None,

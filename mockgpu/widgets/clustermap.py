@@ -21,7 +21,9 @@ from mockgpu.widgets.snapshot import (
     node_gpu_allocatable,
     node_ready,
     pod_key,
+    pod_owner,
     pod_phase,
+    restart_count,
 )
 
 MIG_SLOTS = 8  # memory slices of an A100/H100 in NVIDIA's placement tables
@@ -38,6 +40,8 @@ class Holder:
     resource: str
     device_id: str
     used_mib: int = 0
+    owner: str = ""  # "Deployment inference", "Job trainer"; '' for a bare pod
+    restarts: int = 0  # restartCount: a crash-looping replica keeps its device between restarts
 
     @property
     def name(self) -> str:
@@ -124,7 +128,8 @@ class ClusterMapModel:
 
 def _holder_text(h: Holder) -> str:
     rep = f" replica {h.replica}" if h.replica is not None else ""
-    return f"{h.name}{rep}"
+    restarts = f" ({h.restarts} restarts)" if h.restarts else ""
+    return f"{h.name}{rep}{restarts}"
 
 
 def _pod_index(snap: Snapshot) -> dict[str, Obj]:
@@ -155,7 +160,8 @@ def device_holders(state: Mapping, pods: Mapping[str, Obj]) -> dict[str, list[Ho
             ids = list(uuids)
         for dev_id, uuid in zip(ids, uuids, strict=True):
             out.setdefault(uuid, []).append(Holder(key, pod_color(key), phase, str(a.get("resource") or ""),
-                                                   str(dev_id), used.get((key, uuid), 0)))
+                                                   str(dev_id), used.get((key, uuid), 0),
+                                                   pod_owner(pod) if pod else "", restart_count(pod) if pod else 0))
     for hs in out.values():
         hs.sort(key=lambda h: (h.replica if h.replica is not None else -1, h.pod))
     return out

@@ -15,7 +15,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mockgpu.widgets.snapshot import Obj, Snapshot, annotations, condition, gpu_requests, pod_key, pod_phase
+from mockgpu.widgets.snapshot import (
+    Obj,
+    Snapshot,
+    annotations,
+    condition,
+    gpu_requests,
+    pod_key,
+    pod_owner,
+    pod_phase,
+    restart_count,
+)
 
 FILTER = "mockgpu.io/filter-result"
 SCORE = "mockgpu.io/score-result"
@@ -59,9 +69,16 @@ class InspectorModel:
     smi_lines: tuple[str, ...]
     log: str
     container_states: Mapping[str, str] = field(default_factory=dict)  # container → "Running", "Exited 1 (Error)"
+    owner: str = ""  # "Job trainer", "Deployment inference"; '' for a bare pod
+    restarts: int = 0  # the kubelet's container restarts (restartCount, summed)
 
-    def describe(self) -> str:
-        lines = [f"pod {self.pod}: {self.phase} on {self.node or '-'} (scheduler {self.scheduler})"]
+    def describe(self, by_owner: bool = False) -> str:
+        """Plain text; ``by_owner`` names a controller-made pod by its owner (its own name is random)."""
+        who = f"the {self.owner}'s pod" if by_owner and self.owner else f"pod {self.pod}"
+        if self.owner and not by_owner:
+            who += f" ({self.owner})"
+        restarts = f", {self.restarts} restarts" if self.restarts else ""
+        lines = [f"{who}: {self.phase}{restarts} on {self.node or '-'} (scheduler {self.scheduler})"]
         if self.failed_message:
             lines.append(f"FailedScheduling: {self.failed_message}")
         for r in self.rows:
@@ -173,4 +190,4 @@ def inspect_pod(snap: Snapshot, key: str, log: str = "") -> InspectorModel:
     scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
     return InspectorModel(key, pod_phase(pod), node, scheduler,
                           gpu_requests(pod), rows, plugins, failed_message(pod, snap.events_for(pod)), env, allocs,
-                          cuda, smi, log, container_states(pod))
+                          cuda, smi, log, container_states(pod), pod_owner(pod), restart_count(pod))

@@ -3,7 +3,10 @@
 ``LabCluster("clusters/seed-4x2.yaml", name="lab01")`` starts an embedded cluster served from the
 notebook's kernel. A state dir left by an earlier or crashed run of the same lab is deleted first, so a
 lab run twice starts clean. With ``$MOCKGPU_KUBECONFIG`` set the lab uses that cluster instead (kind, or
-one started by ``mockgpu up``) and only deletes the pods it created itself (label ``mockgpu.io/lab``).
+one started by ``mockgpu up``) and only deletes the pods, Jobs and Deployments it created itself (label
+``mockgpu.io/lab``). A lab submits bare pods (``submit``) or, as a user would, a Job (``submit_job``) or a
+Deployment (``submit_deployment``), whose controller-made pods ``pods_of``/``wait_pods`` find by the Job's
+``batch.kubernetes.io/job-name`` label or the Deployment's selector (their names end in a random suffix).
 With ``$MOCKGPU_BACKEND=upstream`` the lab's own cluster runs on the real control plane instead
 (``mockgpu.backends.upstream``), the same way.
 """
@@ -21,8 +24,8 @@ import yaml
 
 from mockgpu.errors import MockgpuError
 from mockgpu.widgets.client import ClusterClient, connect
-from mockgpu.widgets.snapshot import Obj, condition, pod_phase
-from mockgpu.widgets.submit import LAB_LABEL, Submission, pod_manifest
+from mockgpu.widgets.snapshot import JOB_NAME_LABEL, Obj, condition, pod_phase
+from mockgpu.widgets.submit import LAB_LABEL, Submission, deployment_manifest, job_manifest, pod_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -154,13 +157,67 @@ class LabCluster:
                                                               args=tuple(args), command=tuple(command),
                                                               node_selector=tuple((node_selector or {}).items()))))
 
-    def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
-        """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
+    def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
+                   completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
+                   command: tuple[str, ...] = ()) -> Obj:
+        """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it."""
         assert self.client is not None
+        sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
+        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions))
+
+    def submit_deployment(self, name: str, scenario: str = "infer", gpus: int | str = 1, *, replicas: int = 1,
+                          resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
+                          command: tuple[str, ...] = ()) -> Obj:
+        """Create an apps/v1 Deployment of ``replicas`` pods (labelled as the lab's) and return it."""
+        assert self.client is not None
+        sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
+        return self.client.create_deployment(deployment_manifest(sub, replicas))
+
+    def scale(self, name: str, replicas: int, namespace: str = "default") -> Obj:
+        """Set a Deployment's replicas (its ``/scale`` subresource, as ``kubectl scale`` does)."""
+        assert self.client is not None
+        return self.client.scale_deployment(namespace, name, replicas)
+
+    def pods_of(self, kind: str, name: str, namespace: str = "default") -> list[Obj]:
+        """The live (not terminating) pods of Job or Deployment ``name``, oldest first."""
+        assert self.client is not None
+        if kind == "Job":
+            selector = f"{JOB_NAME_LABEL}={name}"
+        elif kind == "Deployment":
+            labels = self.client.get_deployment(namespace, name)["spec"]["selector"].get("matchLabels") or {}
+            selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        else:
+            raise ValueError(f"pods_of knows Job and Deployment, not {kind!r}")
+        pods = [p for p in self.client.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+        return sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+
+    def wait_pods(self, kind: str, name: str, until: str = "decided", count: int = 1, timeout: float = 20.0,
+                  namespace: str = "default") -> list[Obj]:
+        """Poll until the Job/Deployment has ``count`` pods and ``until`` holds for each; MockgpuError on
+        timeout. The pods come oldest first; their names are random, so print roles, not names."""
+        check = self._check(until)
+        deadline, delay = time.monotonic() + timeout, 0.02
+        while True:
+            pods = self.pods_of(kind, name, namespace)
+            if len(pods) == count and all(check(p) for p in pods):
+                return pods
+            if time.monotonic() > deadline:
+                raise MockgpuError(f"{kind} {namespace}/{name}: {len(pods)} pods, not {count} {until} after "
+                                   f"{timeout:g}s (phases {', '.join(pod_phase(p) for p in pods) or '-'})")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+
+    def _check(self, until: str) -> Callable[[Obj], bool]:
         check = WAIT_UNTIL[until]
         if self.backend == "upstream" and until in ("decided", "bound"):
             # the real scheduler's results reach the pod just after its decision (backends.upstream.recorder)
             check = _and_recorded(check)
+        return check
+
+    def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
+        """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
+        assert self.client is not None
+        check = self._check(until)
         deadline, delay = time.monotonic() + timeout, 0.02
         while True:
             pod = self.client.get_pod(namespace, name)
@@ -185,19 +242,30 @@ class LabCluster:
         return result
 
     def clear(self, namespace: str = "default", timeout: float = 15.0) -> None:
-        """Delete the namespace's pods and wait until the API has none left (a part of a lab starts empty)."""
+        """Delete the lab's Jobs and Deployments and the namespace's pods, and wait until the API has none left
+        (a part of a lab starts empty)."""
         assert self.client is not None
+        self._delete_workloads(namespace)  # else their controllers would make the pods again
         self.client.delete_pods(namespace)
         left = self.eventually(lambda: self.client.list_pods(namespace), lambda pods: not pods, timeout)
         if left:
             raise MockgpuError(f"{len(left)} pods still in {namespace} after {timeout:g}s")
 
     def cleanup_pods(self) -> None:
-        """On a shared cluster: delete the pods labs created (in every namespace they used)."""
+        """On a shared cluster: delete the Jobs, Deployments and pods labs created (in every namespace)."""
         assert self.client is not None
+        self._delete_workloads(None)
         for pod in self.client.list_pods():
             if LAB_LABEL in ((pod["metadata"].get("labels")) or {}):
                 self.client.delete_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    def _delete_workloads(self, namespace: str | None) -> None:
+        """The lab's own Jobs and Deployments (label ``mockgpu.io/lab``); their pods follow (Background)."""
+        assert self.client is not None
+        for job in self.client.list_jobs(namespace, LAB_LABEL):
+            self.client.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
+        for dep in self.client.list_deployments(namespace, LAB_LABEL):
+            self.client.delete_deployment(dep["metadata"]["namespace"], dep["metadata"]["name"])
 
     def close(self) -> None:
         if self.external:

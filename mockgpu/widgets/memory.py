@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mockgpu.widgets.colors import pod_color
-from mockgpu.widgets.snapshot import Obj, Snapshot, pod_key, pod_phase
+from mockgpu.widgets.snapshot import Obj, Snapshot, pod_key, pod_owner, pod_phase, restart_count
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class PodMemory:
     status: str  # "Running", "Succeeded", "Failed (exit 1)", "Gone"
     died: bool
     oom: bool  # the pod's own allocation failed (an OOM event names it)
+    owner: str = ""  # "Deployment inference": a replica that died is restarted in place, not replaced
+    restarts: int = 0  # restartCount: how often the kubelet restarted it after it died
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,9 @@ class GpuMemory:
         lines = [f"{self.node} GPU {self.index} [{self.mode}] {self.used_mib}/{self.total_mib} MiB"]
         for p in self.pods:
             where = f" in {p.partition}" if p.partition else ""
-            lines.append(f"  {p.pod}{where}: {p.used_mib} MiB, {p.status}{' (OOM)' if p.oom else ''}")
+            owner = f" ({p.owner})" if p.owner else ""
+            restarts = f", {p.restarts} restarts" if p.restarts else ""
+            lines.append(f"  {p.pod}{owner}{where}: {p.used_mib} MiB, {p.status}{restarts}{' (OOM)' if p.oom else ''}")
         for o in self.ooms:
             where = f" in {o.partition}" if o.partition else ""
             lines.append(f"  OOM: {o.pod}{where} asked {o.requested_mib} MiB with {o.free_mib} MiB free")
@@ -111,8 +115,10 @@ def gpu_memory(node: str, state: Mapping, pods: Mapping[str, Obj]) -> list[GpuMe
             holders.setdefault((o.pod, o.partition), 0)
         rows = []
         for (key, part), used in sorted(holders.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            text, died = pod_status(pods.get(key))
-            rows.append(PodMemory(key, pod_color(key), used, part, text, died, key in oom_pods))
+            pod = pods.get(key)
+            text, died = pod_status(pod)
+            rows.append(PodMemory(key, pod_color(key), used, part, text, died, key in oom_pods,
+                                  pod_owner(pod) if pod else "", restart_count(pod) if pod else 0))
         mode = "MIG" if parts else (f"time-sliced x{g.get('replicas')}" if int(g.get("replicas") or 1) > 1
                                     else "whole")
         out.append(GpuMemory(node, idx, uuid, mode, int(g.get("memoryTotalMiB") or 0),

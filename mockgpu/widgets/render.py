@@ -29,11 +29,14 @@ CHIP_INLINE = "display:inline-block;margin:0 2px"  # outside any tile
 
 
 def _chip(h: Holder, size: str = CHIP) -> str:
-    title = f"{h.pod} ({h.phase}) {h.device_id}" + (f", {h.used_mib} MiB" if h.used_mib else "")
+    title = (f"{h.pod}{f' of {h.owner}' if h.owner else ''} ({h.phase}"
+             + (f", {h.restarts} restarts" if h.restarts else "") + f") {h.device_id}"
+             + (f", {h.used_mib} MiB" if h.used_mib else ""))
+    restarts = f' <span class="mockgpu-restarts">↻{h.restarts}</span>' if h.restarts else ""
     return (f'<div class="mockgpu-replica" data-pod="{escape(h.pod)}" title="{escape(title)}" '
             f'style="background:{h.color};padding:0 3px;margin:1px 0;border-radius:2px;overflow:hidden;'
             f'white-space:nowrap;text-overflow:ellipsis;box-sizing:border-box;line-height:14px;{size}">'
-            f'{escape(h.name)}</div>')
+            f'{escape(h.name)}{restarts}</div>')
 
 
 def _slot_box(inner: str, height: int) -> str:
@@ -110,7 +113,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def inspector_html(m: InspectorModel) -> str:
-    parts = [f"<div><b>{escape(m.pod)}</b> {escape(m.phase)} on {escape(m.node or '-')} · scheduler "
+    owner = f" of {escape(m.owner)}" if m.owner else ""
+    restarts = f' · <span class="mockgpu-restarts">{m.restarts} restarts</span>' if m.restarts else ""
+    parts = [f"<div><b>{escape(m.pod)}</b>{owner} {escape(m.phase)}{restarts} on {escape(m.node or '-')} · scheduler "
              f"{escape(m.scheduler)} · asks {escape(', '.join(f'{n} {r}' for r, n in m.requests.items()))}</div>"]
     if m.failed_message:
         parts.append(f'<div class="mockgpu-failed" style="color:#b91c1c"><b>FailedScheduling:</b> '
@@ -143,16 +148,16 @@ def memory_html(gpus: list[GpuMemory]) -> str:
         total = max(g.total_mib, 1)
         bar = "".join(f'<div data-pod="{escape(p.pod)}" title="{escape(p.pod)} {p.used_mib} MiB" style="width:'
                       f'{100 * p.used_mib / total:.2f}%;background:{p.color}"></div>' for p in g.pods if p.used_mib)
-        rows = [[f'<span style="color:{p.color}">■</span> {escape(p.pod)}', escape(p.partition or "-"),
-                 f"{p.used_mib} MiB", escape(p.status) + (" 💥 OOM" if p.oom else "") +
-                 (" ☠ blast radius" if p.pod in g.casualties else "")] for p in g.pods]
+        rows = [[f'<span style="color:{p.color}">■</span> {escape(p.pod)}', escape(p.owner or "-"),
+                 escape(p.partition or "-"), f"{p.used_mib} MiB", escape(p.status) + (" 💥 OOM" if p.oom else "") +
+                 (" ☠ blast radius" if p.pod in g.casualties else ""), str(p.restarts)] for p in g.pods]
         ooms = "".join(f"<div>OOM at {escape(o.time)}: {escape(o.pod)} asked {o.requested_mib} MiB, "
                        f"{o.free_mib} MiB free</div>" for o in g.ooms)
         blocks.append(f'<div class="mockgpu-memgpu" data-node="{escape(g.node)}" data-index="{g.index}" '
                       f'style="margin:6px;padding:4px;border:1px solid #9ca3af;min-width:320px">'
                       f'<b>{escape(g.node)} GPU {g.index}</b> [{escape(g.mode)}] {g.used_mib}/{g.total_mib} MiB'
                       f'<div style="display:flex;height:10px;background:{FREE}">{bar}</div>'
-                      f'{_table(["pod", "partition", "memory", "status"], rows)}{ooms}</div>')
+                      f'{_table(["pod", "owner", "partition", "memory", "status", "restarts"], rows)}{ooms}</div>')
     return (f'<div class="mockgpu-memory" style="{FONT};display:flex;flex-wrap:wrap">'
             f'{"".join(blocks) or "<i>no GPU state published yet</i>"}</div>')
 

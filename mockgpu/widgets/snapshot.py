@@ -80,6 +80,30 @@ def node_gpu_allocatable(node: Mapping) -> dict[str, int]:
     return out
 
 
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+TEMPLATE_HASH_LABEL = "pod-template-hash"
+
+
+def restart_count(pod: Mapping) -> int:
+    """How often the kubelet restarted the pod's containers (``status.containerStatuses[].restartCount``)."""
+    return sum(int(cs.get("restartCount") or 0) for cs in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def pod_owner(pod: Mapping) -> str:
+    """The workload a pod belongs to, as ``Kind name`` ('' for a bare pod): its controller ownerReference,
+    with a ReplicaSet named ``<deployment>-<pod-template-hash>`` shown as that Deployment (the Deployment
+    controller's naming, on both backends), so a view needs no ReplicaSet read to name the Deployment."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if not ref:
+        return ""
+    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+    suffix = f"-{((pod.get('metadata') or {}).get('labels') or {}).get(TEMPLATE_HASH_LABEL, '')}"
+    if kind == "ReplicaSet" and len(suffix) > 1 and name.endswith(suffix):
+        return f"Deployment {name.removesuffix(suffix)}"
+    return f"{kind} {name}"
+
+
 def node_ready(node: Mapping) -> bool:
     for c in (node.get("status") or {}).get("conditions") or []:
         if c.get("type") == "Ready":

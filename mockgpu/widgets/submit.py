@@ -51,6 +51,38 @@ def pod_manifest(s: Submission) -> Obj:
             "spec": spec}
 
 
+APP_LABEL = "mockgpu.io/app"  # a lab Deployment's selector: its name
+
+
+def job_manifest(s: Submission, *, parallelism: int = 1, completions: int | None = None,
+                 backoff_limit: int = 0) -> Obj:
+    """A batch/v1 Job whose pod template is ``pod_manifest(s)`` (restartPolicy Never: a failed pod counts
+    against ``backoffLimit``, default 0 here so a lab sees the failure instead of six retries)."""
+    pod = pod_manifest(s)
+    meta = pod["metadata"]
+    spec: Obj = {"parallelism": parallelism, "backoffLimit": backoff_limit,
+                 "template": {"metadata": {"labels": dict(meta["labels"])}, "spec": pod["spec"]}}
+    spec["completions"] = parallelism if completions is None else completions
+    if spec["template"]["spec"]["restartPolicy"] == "Always":
+        spec["template"]["spec"]["restartPolicy"] = "Never"  # a Job's pods may not restart Always
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+            "spec": spec}
+
+
+def deployment_manifest(s: Submission, replicas: int = 1) -> Obj:
+    """An apps/v1 Deployment of ``replicas`` pods like ``pod_manifest(s)``, restartPolicy Always (the only one
+    a Deployment allows: the kubelet restarts a crashed container in place, with its back-off)."""
+    pod = pod_manifest(s)
+    meta = pod["metadata"]
+    labels = {**meta["labels"], APP_LABEL: meta["name"]}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {APP_LABEL: meta["name"]}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {**pod["spec"], "restartPolicy": "Always"}}}}
+
+
 def resource_choices(nodes: Iterable[Obj]) -> list[str]:
     """The GPU resources some node advertises (whole, MIG profiles, shared), whole GPUs first."""
     names = {r for n in nodes for r in node_gpu_allocatable(n)}

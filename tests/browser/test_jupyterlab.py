@@ -55,8 +55,8 @@ def chips_outside_their_tile(cmap) -> list[str]:
 
 
 def check_lab01(page) -> None:
-    """Lab 01: 8 GPUs on 4 nodes as cards and tiles; the 4-GPU pod's FailedScheduling line in the inspector;
-    at the end two 2-GPU workers drawn on the tiles the device plugin gave them."""
+    """Lab 01: 8 GPUs on 4 nodes as cards and tiles; the 4-GPU Job pod's FailedScheduling line in the
+    inspector; at the end the two 2-GPU pods of Job workers drawn on the tiles the device plugin gave them."""
     cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
     expect(cmap).to_be_visible(timeout=30_000)
     nodes = cmap.locator(".mockgpu-node")
@@ -64,8 +64,10 @@ def check_lab01(page) -> None:
     assert [nodes.nth(i).locator(".mockgpu-gpu").count() for i in range(4)] == [2, 2, 2, 2]
     expect(nodes.first.locator(".mockgpu-gpu").first).to_contain_text("GPU 0")
     # the same ClusterMap is displayed three times; every view shows its last refresh: the workers placed
-    expect(cmap.locator(".mockgpu-gpu .mockgpu-replica[data-pod^='default/worker-']")).to_have_count(4)
-    failed = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/trainer'] .mockgpu-failed")
+    # (the Job workers' two pods, workers-<random>, 2 GPUs each)
+    expect(cmap.locator(".mockgpu-gpu .mockgpu-replica[data-pod^='default/workers-']")).to_have_count(4)
+    # the Job trainer's pod is trainer-<random>
+    failed = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod^='default/trainer-'] .mockgpu-failed")
     expect(failed).to_contain_text("FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
                                    timeout=30_000)
     docs_screenshot(cmap, "cluster-map.png")
@@ -73,13 +75,16 @@ def check_lab01(page) -> None:
 
 
 def check_lab07(page) -> None:
-    """Lab 07: the memory view marks the OOM and the blast radius: the neighbour on the big pod's GPU."""
+    """Lab 07: the memory view marks the OOM and the blast radius: the Deployment's replica on the big pod's
+    GPU (its name is random: the row names its owner), restarted; the cluster map shows the restarts."""
     memory = page.locator(".jp-OutputArea-output .mockgpu-memory", has_text="blast radius").first
     expect(memory).to_be_visible(timeout=30_000)
     expect(memory).to_contain_text("OOM at")
-    expect(memory.locator("tr", has_text="default/steady-a")).to_contain_text("blast radius")
+    expect(memory.locator("tr", has_text="Deployment inference")).to_have_count(2)
+    expect(memory.locator("tr", has_text="blast radius")).to_have_count(1)
+    expect(memory.locator("tr", has_text="blast radius")).to_contain_text("Deployment inference")
     expect(memory.locator("tr", has_text="default/big")).not_to_contain_text("blast radius")
-    expect(memory.locator("tr", has_text="default/steady-b")).not_to_contain_text("blast radius")
+    expect(page.locator(".jp-OutputArea-output .mockgpu-clustermap .mockgpu-restarts").first).to_be_visible()
     docs_screenshot(memory, "oom-blast-radius.png")
 
 

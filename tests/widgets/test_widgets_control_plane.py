@@ -56,3 +56,32 @@ def test_settle_waits_until_running_pods_are_on_their_tiles(lab):
     m = ClusterMap(lab.client).settle()
     assert not any(n.unplaced for n in m.nodes)
     assert any(h.pod == "default/settled" for n in m.nodes for g in n.gpus for h in g.holders)
+
+
+def test_a_labs_job_and_deployment_are_found_by_owner_and_only_its_own_are_cleaned_up(tmp_path, monkeypatch):
+    """On a shared cluster a lab's Job and Deployment (and their controller-made pods) go at close; a
+    Deployment someone else made stays."""
+    from mockgpu.widgets.snapshot import pod_owner
+    from mockgpu.widgets.submit import deployment_manifest
+
+    with LabCluster("clusters/seed-4x2.yaml", name="shared-cp", home=tmp_path) as owner:
+        theirs = deployment_manifest(Submission("x", 1, name="theirs", command=("sleep", "600")))
+        theirs["metadata"]["labels"] = {}
+        theirs["spec"]["template"]["metadata"]["labels"] = {"mockgpu.io/app": "theirs"}
+        owner.client.create_deployment(theirs)
+        monkeypatch.setenv("MOCKGPU_KUBECONFIG", str(owner.cluster.kubeconfig))
+        with LabCluster("clusters/seed-4x2.yaml", name="lab98") as lab:
+            lab.submit_job("trainer", gpus=4)
+            (trainer,) = lab.wait_pods("Job", "trainer")
+            assert trainer["metadata"]["name"].startswith("trainer-") and not trainer["spec"].get("nodeName")
+            assert pod_owner(trainer) == "Job trainer"
+            lab.submit_deployment("serve", gpus=1, replicas=2, command=("sleep", "600"))
+            pods = lab.wait_pods("Deployment", "serve", "running", count=2)
+            assert {pod_owner(p) for p in pods} == {"Deployment serve"}
+            lab.scale("serve", 1)
+            lab.eventually(lambda: lab.pods_of("Deployment", "serve"), lambda ps: len(ps) == 1)
+        assert [j["metadata"]["name"] for j in owner.client.list_jobs("default")] == []
+        assert [d["metadata"]["name"] for d in owner.client.list_deployments("default")] == ["theirs"]
+        left = owner.eventually(lambda: owner.client.list_pods("default"),
+                                lambda ps: all(pod_owner(p) == "Deployment theirs" for p in ps), timeout=20)
+        assert left and {pod_owner(p) for p in left} == {"Deployment theirs"}
