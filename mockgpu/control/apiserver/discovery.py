@@ -103,17 +103,23 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
         "replicasets": ResourceInfo("replicasets", "replicaset", "ReplicaSet", True, short_names=("rs",),
                                     categories=("all",), group="apps", subresources=(
                                         Subresource("scale", "Scale", _STATUS, "autoscaling", "v1"),
-                                        Subresource("status", "ReplicaSet", _STATUS)))},
+                                        Subresource("status", "ReplicaSet", _STATUS))),
+        "daemonsets": ResourceInfo("daemonsets", "daemonset", "DaemonSet", True, short_names=("ds",),
+                                   categories=("all",), group="apps", subresources=(
+                                       Subresource("status", "DaemonSet", _STATUS),))},
     "batch/v1": {
         "jobs": ResourceInfo("jobs", "job", "Job", True, categories=("all",), group="batch", subresources=(
-            Subresource("status", "Job", _STATUS),))},
+            Subresource("status", "Job", _STATUS),)),
+        "cronjobs": ResourceInfo("cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
+                                 group="batch", subresources=(Subresource("status", "CronJob", _STATUS),))},
     "authentication.k8s.io/v1": {
         "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
                                            ("create",), group="authentication.k8s.io")},
 }
 
 KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {
-    "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
+    "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
+    "DaemonSet": "daemonsets", "CronJob": "cronjobs"}
 
 
 def served(group_version: str) -> dict[str, ResourceInfo] | None:
