@@ -150,8 +150,8 @@ def test_every_matching_node_gets_a_pod_and_the_status_counts_them():
 
 SYNCS = [
     ("extra pod on a node: the newest goes",
-     lambda d: [pod("old", "n1", d, created="2026-01-01T00:00:00Z"), pod("new", "n1", d, created="2026-01-02T00:00:00Z"),
-                pod("b", "n2", d)],
+     lambda d: [pod("old", "n1", d, created="2026-01-01T00:00:00Z"),
+                pod("new", "n1", d, created="2026-01-02T00:00:00Z"), pod("b", "n2", d)],
      [node("n1"), node("n2")], [], [("new", "extra")]),
     ("failed pod: deleted and replaced",
      lambda d: [pod("dead", "n1", d, phase="Failed"), pod("b", "n2", d)],
