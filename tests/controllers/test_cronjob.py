@@ -109,8 +109,10 @@ def finished_job(name: str, outcome: str, start: str | None) -> dict:
 
 
 def test_history_limits_delete_the_oldest_starts():
-    jobs = [finished_job("ok1", "Complete", "2026-01-01T00:01:00Z"), finished_job("ok2", "Complete", None),
-            finished_job("ok0", "Complete", "2026-01-01T00:00:00Z"), finished_job("bad1", "Failed", "2026-01-01T00:05:00Z"),
+    jobs = [finished_job("ok1", "Complete", "2026-01-01T00:01:00Z"),
+            finished_job("ok2", "Complete", None),
+            finished_job("ok0", "Complete", "2026-01-01T00:00:00Z"),
+            finished_job("bad1", "Failed", "2026-01-01T00:05:00Z"),
             finished_job("bad0", "Failed", "2026-01-01T00:04:00Z"),
             {"metadata": {"name": "running"}, "status": {}}]
     assert [j["metadata"]["name"] for j in history_to_delete(jobs, 1, 1)] == ["ok0", "ok1", "bad0"]
