@@ -53,7 +53,8 @@ def cronjob(name: str, **spec: object) -> dict:
     body = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
             "spec": {"schedule": "*/5 * * * *",
                      "jobTemplate": {"spec": {"template": {"spec": {
-                         "restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "command": ["true"]}]}}}}}}
+                         "restartPolicy": "Never",
+                         "containers": [{"name": "c", "image": "x", "command": ["true"]}]}}}}}}
     body["spec"].update(spec)
     return body
 
