@@ -66,7 +66,8 @@ def test_daemonset_defaults_and_template_generation(raw):
                                             "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
     assert ds["spec"]["revisionHistoryLimit"] == 10 and ds["metadata"]["generation"] == 1
     assert ds["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "1"}
-    assert ds["status"] == {}
+    assert ds["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                            "numberReady": 0}
     changed = copy.deepcopy(ds)
     changed["spec"]["minReadySeconds"] = 5  # spec, not template: generation moves, template generation not
     code, ds = call(raw, "PUT", f"{base('daemonsets')}/ds-defaults", changed)

@@ -109,6 +109,14 @@ SCHEMAS.update({
                             __go__="DaemonSetUpdateStrategy"), __go__="DaemonSetSpec"),
         status=_STATUS | {GO: "DaemonSetStatus"}, __go__="DaemonSet"),
 })
+SCHEMAS["StatefulSet"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+    "volumeClaimTemplates", "persistentVolumeClaimRetentionPolicy", "ordinals",
+    replicas=INT32, selector=_SELECTOR, template=_TEMPLATE, serviceName=S, podManagementPolicy=S,
+    updateStrategy=_obj(type=S, rollingUpdate=_obj(partition=INT32, maxUnavailable=_INT_OR_STRING,
+                                                   __go__="RollingUpdateStatefulSetStrategy"),
+                        __go__="StatefulSetUpdateStrategy"),
+    revisionHistoryLimit=INT32, minReadySeconds=INT32, __go__="StatefulSetSpec"),
+    status=_STATUS | {GO: "StatefulSetStatus"}, __go__="StatefulSet")
 SCHEMAS["CronJob"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
     schedule=S, timeZone=S, startingDeadlineSeconds=INT, concurrencyPolicy=S, suspend=B,
     successfulJobsHistoryLimit=INT32, failedJobsHistoryLimit=INT32,

@@ -2,9 +2,9 @@
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
 namespaces, configmaps, serviceaccounts, services, leases, deployments, replicasets, jobs, daemonsets,
-cronjobs); like the real server every table is generated "wide", and kubectl hides priority-1 columns unless
-``-o wide``. Other resources get upstream's default table (Name, Created At). Ages are ``HumanDuration``
-texts measured from a ``now`` the caller passes.
+cronjobs, statefulsets); like the real server every table is generated "wide", and kubectl hides priority-1
+columns unless ``-o wide``. Other resources get upstream's default table (Name, Created At). Ages are
+``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
 
 from __future__ import annotations
@@ -436,6 +436,17 @@ CRONJOB_COLUMNS = [
     AGE, _CONTAINERS, _IMAGES, JOB_COLUMNS[-1]]
 
 
+STATEFULSET_COLUMNS = [NAME, _col("Ready", "Number of the pod with ready state"), AGE, _CONTAINERS, _IMAGES]
+
+
+def statefulset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    names, images, _ = _template_cells(obj)
+    return {"cells": [_meta(obj).get("name", ""),
+                      f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+                      since(_meta(obj).get("creationTimestamp"), now), names, images]}
+
+
 def daemonset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
     status = obj.get("status") or {}
     node_selector = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
@@ -484,6 +495,7 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "jobs": (JOB_COLUMNS, job_row),
     "daemonsets": (DAEMONSET_COLUMNS, daemonset_row),
     "cronjobs": (CRONJOB_COLUMNS, cronjob_row),
+    "statefulsets": (STATEFULSET_COLUMNS, statefulset_row),
 }
 
 

@@ -30,7 +30,8 @@ from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
               "Node": False, "Namespace": False, "Lease": True, "Service": True, "Deployment": True,
-              "ReplicaSet": True, "Job": True, "DaemonSet": True, "CronJob": True}
+              "ReplicaSet": True, "Job": True, "DaemonSet": True, "CronJob": True,
+              "StatefulSet": True}
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
 API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

@@ -1,5 +1,6 @@
 """apps/v1 Deployments and ReplicaSets, batch/v1 Jobs: defaulting, validation, generation and the Scale view
-(DaemonSets and CronJobs: the kind-specific parts in ``daemonsets`` and ``cronjobs``, dispatched from here).
+(DaemonSets, CronJobs, StatefulSets: the kind-specific parts in ``daemonsets``, ``cronjobs``, ``statefulsets``,
+dispatched from here).
 
 Follows kube-apiserver's registry strategies and validation for these kinds (``pkg/apis/apps/v1/defaults.go``,
 ``pkg/apis/apps/validation``, ``pkg/apis/batch/v1/defaults.go``, ``pkg/registry/batch/job/strategy.go``):
@@ -31,9 +32,14 @@ from mockgpu.control.apiserver.status import (
 )
 
 API_VERSIONS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "DaemonSet": "apps/v1",
-                "CronJob": "batch/v1"}
+                "CronJob": "batch/v1", "StatefulSet": "apps/v1"}
 PLURALS = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs", "DaemonSet": "daemonsets",
-           "CronJob": "cronjobs"}
+           "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
+
+#: the status a new object starts with: the Go types' counts without ``omitempty`` are written as 0
+EMPTY_STATUS = {"DaemonSet": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                              "numberReady": 0},
+                "StatefulSet": {"replicas": 0, "availableReplicas": 0}}
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -137,6 +143,10 @@ def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         from mockgpu.control.apiserver import daemonsets
 
         daemonsets.apply_defaults(spec)
+    if kind == "StatefulSet":
+        from mockgpu.control.apiserver import statefulsets
+
+        statefulsets.apply_defaults(spec)
     if kind == "Deployment":
         _default(spec, "replicas", 1)
         _default_rolling(spec)
@@ -192,7 +202,7 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
     obj = apply_defaults(kind, obj)
     meta = obj.setdefault("metadata", {})
     if old is None:
-        obj["status"] = {}
+        obj["status"] = dict(EMPTY_STATUS.get(kind, {}))
         meta["generation"] = 1
         if kind == "Job":
             generate_job_selector(obj)
@@ -482,6 +492,10 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list
         from mockgpu.control.apiserver import cronjobs
 
         return cronjobs.validate(obj, old)
+    if kind == "StatefulSet":
+        from mockgpu.control.apiserver import statefulsets
+
+        return statefulsets.validate(obj, old)
     return validate_job(obj, old)
 
 

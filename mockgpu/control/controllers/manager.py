@@ -1,11 +1,11 @@
 """The embedded kube-controller-manager: informers, a shared cache, one work queue and the controllers.
 
 Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
-DaemonSets, CronJobs and nodes (a node change requeues every DaemonSet). Every change enqueues the objects it
-concerns (the object, its controller owner, the dependents of a deleted owner), and one worker thread runs each
-key's controller — so controllers never race each other, and a key that changes while queued is synced once.
-Writes go through to the cache from the API's answers, so a sync that just created pods sees them on the next
-pass (what upstream's "expectations" achieve). Keys that must be looked at again later (minReadySeconds,
+DaemonSets, CronJobs, StatefulSets and nodes (a node change requeues every DaemonSet). Every change enqueues the
+objects it concerns (the object, its controller owner, the dependents of a deleted owner), and one worker thread
+runs each key's controller — so controllers never race each other, and a key that changes while queued is synced
+once. Writes go through to the cache from the API's answers, so a sync that just created pods sees them on the
+next pass (what upstream's "expectations" achieve). Keys that must be looked at again later (minReadySeconds,
 progress deadlines, Job back-off) are requeued with a delay.
 """
 
@@ -29,9 +29,9 @@ from mockgpu.control.scheduler.informer import Informer
 log = logging.getLogger("mockgpu.controllers")
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
-WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "nodes")
+WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes")
 OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
-               "CronJob": "cronjobs"}
+               "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 KINDS = {plural: kind for kind, plural in OWNER_KINDS.items()}
 DEPENDENT_PLURALS = ("replicasets", "jobs", "pods")  # what the garbage collector deletes or releases
 
@@ -152,8 +152,9 @@ class WorkQueue:
 
 
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob and garbage-collector controllers against one
-    cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and drive it)."""
+    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet and garbage-collector controllers
+    against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
+    drive it)."""
 
     def __init__(self, api_client: Any, *, job_backoff: float = 10.0, clock: Clock | None = None) -> None:
         from mockgpu.control.controllers.cronjob import CronJobController
@@ -162,6 +163,7 @@ class ControllerManager:
         from mockgpu.control.controllers.gc import GarbageCollector
         from mockgpu.control.controllers.job import JobController
         from mockgpu.control.controllers.replicaset import ReplicaSetController
+        from mockgpu.control.controllers.statefulset import StatefulSetController
 
         self.api = ControllerApi(api_client)
         self.cache = Cache()
@@ -171,10 +173,12 @@ class ControllerManager:
         self.jobs = JobController(self, backoff=job_backoff)
         self.daemonsets = DaemonSetController(self)
         self.cronjobs = CronJobController(self, clock or SystemClock())
+        self.statefulsets = StatefulSetController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
             "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
-            "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync}
+            "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
+            "StatefulSet": self.statefulsets.sync}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
