@@ -90,7 +90,11 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
     if isinstance(service, str) and service:
         errs += [field_invalid("spec.serviceName", service, m) for m in names.dns1123_label(service)]
     errs += _selector_errors(spec, "StatefulSet")
-    claims = {c.get("metadata", {}).get("name") for c in spec.get("volumeClaimTemplates") or []
+    templates = spec.get("volumeClaimTemplates")
+    if templates is not None and not isinstance(templates, list):
+        errs.append(field_invalid("spec.volumeClaimTemplates", templates, "must be a list of PersistentVolumeClaims"))
+        templates = []
+    claims = {c["metadata"].get("name") for c in templates or []
               if isinstance(c, dict) and isinstance(c.get("metadata"), dict)}
     template = spec.get("template")
     if isinstance(template, dict) and claims and isinstance(template.get("spec"), dict):

@@ -80,7 +80,8 @@ def stateful_pod(sts: Obj, ordinal: int, revision: str) -> Obj:
     pod_spec["hostname"] = name
     if spec.get("serviceName"):
         pod_spec["subdomain"] = spec["serviceName"]
-    claims = [c["metadata"]["name"] for c in spec.get("volumeClaimTemplates") or []
+    templates = spec.get("volumeClaimTemplates")
+    claims = [c["metadata"]["name"] for c in (templates if isinstance(templates, list) else [])
               if isinstance(c, dict) and (c.get("metadata") or {}).get("name")]
     if claims:
         own = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in claims]
