@@ -205,15 +205,21 @@ def test_cronjob_runs_jobs_on_the_driven_clock(kubectl, manager: ControllerManag
     assert sorted(m for _, r, m in evs if r == "SuccessfulCreate") == sorted(f"Created job {n}" for n in names)
     assert ("Normal", "SawCompletedJob", f"Saw completed job: {names[0]}, condition: Complete") in evs
     assert ("Normal", "SuccessfulDelete", f"Deleted job {names[0]}") in evs
+    kubectl("delete", "cronjob", "tick")  # the cascade takes its Jobs (and their pods)
+    wait_for(lambda: not get(kubectl, "jobs", "-l", "team=gpu")["items"])
 
 
-def test_create_job_from_cronjob_and_deletion_takes_the_jobs(kubectl):
-    if not any(c["metadata"]["name"] == "tick" for c in get(kubectl, "cj")["items"]):
-        kubectl("apply", "-f", "-", stdin=CRONJOB)
-    kubectl("create", "job", "--from=cronjob/tick", "by-hand")
+def test_kubectl_create_cronjob_then_job_from_it_and_deletion_takes_the_jobs(kubectl):
+    kubectl("create", "cronjob", "hand", "--image=x", "--schedule=0 3 * * *", "--", "sh", "-c", "echo hand")
+    cj = get(kubectl, "cj", "hand")  # sent as protobuf by kubectl
+    assert cj["spec"]["schedule"] == "0 3 * * *" and cj["spec"]["concurrencyPolicy"] == "Allow"
+    assert cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "sh", "-c", "echo hand"]
+    kubectl("create", "job", "--from=cronjob/hand", "by-hand")
     job = get(kubectl, "job", "by-hand")
     assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
-    assert job["metadata"]["ownerReferences"][0]["name"] == "tick"
+    assert job["metadata"]["ownerReferences"][0]["name"] == "hand"
     kubectl("wait", "--for=condition=complete", "job/by-hand", "--timeout=60s")
-    kubectl("delete", "cronjob", "tick")
-    wait_for(lambda: not get(kubectl, "jobs")["items"])
+    wait_for(lambda: "lastSuccessfulTime" in (get(kubectl, "cj", "hand").get("status") or {}))
+    kubectl("delete", "cronjob", "hand")
+    wait_for(lambda: not any(j["metadata"]["name"] == "by-hand" for j in get(kubectl, "jobs")["items"]))
