@@ -43,6 +43,14 @@ def _rv(obj: Obj) -> int:
         return 0
 
 
+def node_fingerprint(node: Obj) -> tuple:
+    """What DaemonSets look at on a node: labels, spec (taints, unschedulable) and condition statuses."""
+    conditions = sorted((c.get("type", ""), c.get("status", ""))
+                        for c in (node.get("status") or {}).get("conditions") or [])
+    return (repr(sorted(((node.get("metadata") or {}).get("labels") or {}).items())),
+            repr(node.get("spec") or {}), tuple(conditions))
+
+
 class Cache:
     """Objects by plural and (namespace, name), never moved back to an older resourceVersion."""
 
@@ -215,10 +223,13 @@ class ControllerManager:
             for obj in data:
                 self._route(plural, "ADDED", obj)
             return
+        old = self.cache.get(plural, *Cache._key(data)) if plural == "nodes" and typ == "MODIFIED" else None
         if typ == "DELETED":
             self.cache.remove(plural, data)
         elif not self.cache.put(plural, data):
             return
+        if old is not None and node_fingerprint(old) == node_fingerprint(data):
+            return  # a heartbeat: nothing a DaemonSet decides on changed (upstream ``shouldIgnoreNodeUpdate``)
         self._route(plural, typ, data)
 
     def _route(self, plural: str, typ: str, obj: Obj) -> None:
