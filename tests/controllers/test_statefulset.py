@@ -160,3 +160,12 @@ def test_status_tracks_revisions_and_completes_the_rollout():
     fresh = plan(sts(), [], NOW).status
     assert fresh == {"replicas": 0, "availableReplicas": 0, "currentRevision": revision_name(sts()),
                      "updateRevision": revision_name(sts()), "collisionCount": 0, "observedGeneration": 4}
+
+
+def test_ordered_creation_waits_for_min_ready_seconds():
+    s = sts()
+    s["spec"]["minReadySeconds"] = 30
+    p0 = pod(s, 0)
+    p0["status"]["conditions"][0]["lastTransitionTime"] = "1970-01-12T13:46:30Z"  # NOW - 10 s
+    assert plan(s, [p0], NOW).create == []
+    assert plan(s, [p0], NOW + 25).create == [1]

@@ -3,7 +3,8 @@
 As upstream's ``pkg/controller/statefulset``: pods ``<sts>-<ordinal>`` (from ``spec.ordinals.start``), each
 labelled ``controller-revision-hash`` (``<sts>-<hash>``), ``statefulset.kubernetes.io/pod-name`` and
 ``apps.kubernetes.io/pod-index``, with ``hostname`` the pod name and ``subdomain`` the ``serviceName``.
-``OrderedReady``: a missing pod is created only when every lower ordinal is Running and Ready, one per sync;
+``OrderedReady``: a missing pod is created only when every lower ordinal is Running and Ready (for
+``minReadySeconds``), one per sync;
 scale-down deletes the highest ordinal first, one at a time, only while the rest are healthy. ``Parallel``:
 all missing pods created and all surplus pods deleted at once. Failed (and succeeded) pods are deleted and
 recreated under the same name. RollingUpdate replaces pods whose revision differs from the update revision
@@ -117,6 +118,7 @@ def plan(sts: Obj, pods: list[Obj], now: float) -> Plan:
     ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
     update_rev = revision_name(sts)
     current_rev = old_status.get("currentRevision") or update_rev
+    min_ready = int(spec.get("minReadySeconds") or 0)
     by_ordinal: dict[int, Obj] = {}
     for pod in pods:
         i = ordinal_of(sts, pod)
@@ -139,8 +141,9 @@ def plan(sts: Obj, pods: list[Obj], now: float) -> Plan:
             out.delete.append((pod, "failed" if phase == "Failed" else "succeeded"))
             blocked = blocked or ordered
             continue
-        if ordered and (_terminating(pod) or not running_and_ready(pod)):
-            blocked = True
+        if ordered and (_terminating(pod) or not running_and_ready(pod)
+                        or not logic.pod_available(pod, min_ready, now)):
+            blocked = True  # upstream waits for Running and available (ready for minReadySeconds)
     healthy = not blocked and all(i in by_ordinal and running_and_ready(by_ordinal[i]) and
                                   not _terminating(by_ordinal[i]) for i in wanted)
     if condemned:
