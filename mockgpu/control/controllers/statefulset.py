@@ -4,8 +4,7 @@ As upstream's ``pkg/controller/statefulset``: pods ``<sts>-<ordinal>`` (from ``s
 labelled ``controller-revision-hash`` (``<sts>-<hash>``), ``statefulset.kubernetes.io/pod-name`` and
 ``apps.kubernetes.io/pod-index``, with ``hostname`` the pod name and ``subdomain`` the ``serviceName``.
 ``OrderedReady``: a missing pod is created only when every lower ordinal is Running and Ready (for
-``minReadySeconds``), one per sync;
-scale-down deletes the highest ordinal first, one at a time, only while the rest are healthy. ``Parallel``:
+``minReadySeconds``), one per sync; scale-down deletes the highest ordinal first, one at a time, only while the rest are healthy. ``Parallel``:
 all missing pods created and all surplus pods deleted at once. Failed (and succeeded) pods are deleted and
 recreated under the same name. RollingUpdate replaces pods whose revision differs from the update revision
 from the highest ordinal down to ``partition``, at most ``maxUnavailable`` (default 1, the v1.37 default of
