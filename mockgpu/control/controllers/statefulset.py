@@ -4,23 +4,22 @@ As upstream's ``pkg/controller/statefulset``: pods ``<sts>-<ordinal>`` (from ``s
 labelled ``controller-revision-hash`` (``<sts>-<hash>``), ``statefulset.kubernetes.io/pod-name`` and
 ``apps.kubernetes.io/pod-index``, with ``hostname`` the pod name and ``subdomain`` the ``serviceName``.
 ``OrderedReady``: a missing pod is created only when every lower ordinal is Running and Ready (for
-``minReadySeconds``), one per sync; scale-down deletes the highest ordinal first, one at a time, only while the rest are healthy. ``Parallel``:
-all missing pods created and all surplus pods deleted at once. Failed (and succeeded) pods are deleted and
-recreated under the same name. RollingUpdate replaces pods whose revision differs from the update revision
-from the highest ordinal down to ``partition``, at most ``maxUnavailable`` (default 1, the v1.37 default of
-MaxUnavailableStatefulSet) unavailable at a time and only while the others are healthy; OnDelete replaces a pod
-only when someone deletes it. Status ``replicas``, ``readyReplicas``, ``availableReplicas`` (ready for
-``minReadySeconds``), ``currentReplicas``, ``updatedReplicas``, ``currentRevision``, ``updateRevision`` (the
-current revision becomes the update revision once every pod is updated and ready), ``collisionCount``,
-``observedGeneration``, so ``kubectl rollout status sts/x`` works, partitions included. Events
-``SuccessfulCreate`` "create Pod web-0 in StatefulSet web successful" (upstream title-cases the verb: "Create
-Pod ..."), ``SuccessfulDelete``, ``RecreatingFailedPod``.
+``minReadySeconds``), one per sync; scale-down deletes the highest ordinal first, one at a time, only while the
+rest are healthy. ``Parallel``: all missing pods created and all surplus pods deleted at once. Failed (and
+succeeded) pods are deleted and recreated under the same name. RollingUpdate replaces pods whose revision differs
+from the update revision from the highest ordinal down to ``partition``, at most ``maxUnavailable`` (default 1,
+the v1.37 default of MaxUnavailableStatefulSet) unavailable at a time and only while the others are healthy;
+OnDelete replaces a pod only when someone deletes it. Status ``replicas``, ``readyReplicas``,
+``availableReplicas`` (ready for ``minReadySeconds``), ``currentReplicas``, ``updatedReplicas``,
+``currentRevision``, ``updateRevision`` (the current revision becomes the update revision once every pod is
+updated and ready), ``collisionCount``, ``observedGeneration``, so ``kubectl rollout status sts/x`` works,
+partitions included. Events ``SuccessfulCreate`` "create Pod web-0 in StatefulSet web successful" (upstream
+title-cases the verb: "Create Pod ..."), ``SuccessfulDelete``, ``RecreatingFailedPod``.
 
 Simplified: no ControllerRevision objects (the revision is ``<sts>-<FNV hash of the template>``; ``kubectl
-rollout history``/``undo`` do not work), so a pod below the partition that is deleted comes back from the
-current template rather than the older revision's; ``volumeClaimTemplates`` create no PersistentVolumeClaims:
-each pod gets an ``emptyDir`` volume of the claim's name instead (the data lives as long as the pod, not the
-ordinal).
+rollout history``/``undo`` do not work), so a pod below the partition that is deleted comes back from the current
+template rather than the older revision's; ``volumeClaimTemplates`` create no PersistentVolumeClaims: each pod
+gets an ``emptyDir`` volume of the claim's name instead (the data lives as long as the pod, not the ordinal).
 """
 
 from __future__ import annotations
