@@ -83,8 +83,11 @@ def test_discovery_lists_apps_and_batch_with_their_subresources(raw: client.ApiC
                                             "group": "autoscaling", "version": "v1", "kind": "Scale",
                                             "verbs": ["get", "patch", "update"]}
     assert by_name["replicasets/status"]["kind"] == "ReplicaSet" and "group" not in by_name["replicasets/status"]
+    assert by_name["daemonsets"]["shortNames"] == ["ds"] and "daemonsets/scale" not in by_name
+    assert by_name["daemonsets/status"]["kind"] == "DaemonSet"
     code, doc = call(raw, "GET", "/apis/batch/v1")
-    assert {r["name"] for r in doc["resources"]} == {"jobs", "jobs/status"}
+    assert {r["name"] for r in doc["resources"]} == {"jobs", "jobs/status", "cronjobs", "cronjobs/status"}
+    assert {r["name"]: r for r in doc["resources"]}["cronjobs"]["shortNames"] == ["cj"]
 
 
 # ---- defaults ---------------------------------------------------------------------------------------------------

@@ -71,3 +71,17 @@ def test_work_queue_close_wakes_a_waiting_worker():
     q.close()
     t.join(2)
     assert not t.is_alive() and got == [None]
+
+
+def test_node_heartbeats_do_not_requeue_daemonsets():
+    from mockgpu.control.controllers.manager import node_fingerprint
+
+    node = {"metadata": {"name": "n1", "labels": {"a": "1"}, "resourceVersion": "5"},
+            "spec": {"taints": []},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "t1"}]}}
+    beat = {**node, "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "t2"}]}}
+    assert node_fingerprint(beat) == node_fingerprint(node)
+    for changed in ({**node, "metadata": {**node["metadata"], "labels": {"a": "2"}}},
+                    {**node, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}},
+                    {**node, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}):
+        assert node_fingerprint(changed) != node_fingerprint(node)

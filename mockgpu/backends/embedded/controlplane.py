@@ -1,5 +1,5 @@
 """The embedded cluster's control plane beyond the API server: the scheduler loop, the controllers (Deployments,
-ReplicaSets, Jobs, garbage collection) and one kubelet per node.
+ReplicaSets, Jobs, DaemonSets, StatefulSets, CronJobs, garbage collection) and one kubelet per node.
 
 ``ControlPlane(state, url, token)``: ``start()`` starts the scheduler (W2's ``mockgpu.control.scheduler``)
 with the cluster's KubeSchedulerConfiguration, the controllers (``mockgpu.control.controllers``; on by default

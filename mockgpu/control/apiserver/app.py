@@ -232,7 +232,7 @@ class APIApp:
         return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
 
     async def _scale(self, request: web.Request, t: Target, verb: str) -> web.Response:
-        """``<deployments|replicasets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
+        """``<deployments|replicasets|statefulsets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
         from mockgpu.control.apiserver.patch import apply_patch
 
         ns, name = t.namespace or "", t.name or ""

@@ -4,7 +4,8 @@ kubectl and the Python client find resources through these documents, so their s
 kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` and, for kubectl ≥ 1.30,
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
 embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
-Events over the core Event storage, apps/v1 Deployments and ReplicaSets, batch/v1 Jobs, and the self-reviews
+Events over the core Event storage, apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, batch/v1 Jobs
+and CronJobs, and the self-reviews
 for ``kubectl auth can-i`` and ``whoami``).
 """
 
@@ -103,17 +104,27 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
         "replicasets": ResourceInfo("replicasets", "replicaset", "ReplicaSet", True, short_names=("rs",),
                                     categories=("all",), group="apps", subresources=(
                                         Subresource("scale", "Scale", _STATUS, "autoscaling", "v1"),
-                                        Subresource("status", "ReplicaSet", _STATUS)))},
+                                        Subresource("status", "ReplicaSet", _STATUS))),
+        "daemonsets": ResourceInfo("daemonsets", "daemonset", "DaemonSet", True, short_names=("ds",),
+                                   categories=("all",), group="apps", subresources=(
+                                       Subresource("status", "DaemonSet", _STATUS),)),
+        "statefulsets": ResourceInfo("statefulsets", "statefulset", "StatefulSet", True, short_names=("sts",),
+                                     categories=("all",), group="apps", subresources=(
+                                         Subresource("scale", "Scale", _STATUS, "autoscaling", "v1"),
+                                         Subresource("status", "StatefulSet", _STATUS)))},
     "batch/v1": {
         "jobs": ResourceInfo("jobs", "job", "Job", True, categories=("all",), group="batch", subresources=(
-            Subresource("status", "Job", _STATUS),))},
+            Subresource("status", "Job", _STATUS),)),
+        "cronjobs": ResourceInfo("cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
+                                 group="batch", subresources=(Subresource("status", "CronJob", _STATUS),))},
     "authentication.k8s.io/v1": {
         "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
                                            ("create",), group="authentication.k8s.io")},
 }
 
 KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {
-    "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
+    "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
+    "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 
 
 def served(group_version: str) -> dict[str, ResourceInfo] | None:

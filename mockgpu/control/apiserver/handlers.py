@@ -19,7 +19,8 @@ from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
-STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs"}
+STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs", "daemonsets", "cronjobs",
+                      "statefulsets"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
@@ -41,7 +42,8 @@ class DeleteOptions:
 
 #: kinds whose dependents the garbage collector handles, and their default propagation (batch/v1 Jobs orphan
 #: their pods unless told otherwise, for compatibility, as upstream's job strategy says)
-GC_DEFAULT_POLICY = {"deployments": "Background", "replicasets": "Background", "jobs": "Orphan"}
+GC_DEFAULT_POLICY = {"deployments": "Background", "replicasets": "Background", "jobs": "Orphan",
+                     "daemonsets": "Background", "cronjobs": "Background", "statefulsets": "Background"}
 _GC_FINALIZER = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
 
 

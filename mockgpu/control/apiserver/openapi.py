@@ -102,7 +102,26 @@ SCHEMAS.update({
         template=_TEMPLATE, ttlSecondsAfterFinished=INT32, completionMode=S, suspend=B, podReplacementPolicy=S,
         managedBy=S, __go__="JobSpec"),
         status=_STATUS | {GO: "JobStatus"}, __go__="Job"),
+    "DaemonSet": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        selector=_SELECTOR, template=_TEMPLATE, minReadySeconds=INT32, revisionHistoryLimit=INT32,
+        updateStrategy=_obj(type=S, rollingUpdate=_obj(maxUnavailable=_INT_OR_STRING, maxSurge=_INT_OR_STRING,
+                                                       __go__="RollingUpdateDaemonSet"),
+                            __go__="DaemonSetUpdateStrategy"), __go__="DaemonSetSpec"),
+        status=_STATUS | {GO: "DaemonSetStatus"}, __go__="DaemonSet"),
 })
+SCHEMAS["StatefulSet"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+    "volumeClaimTemplates", "persistentVolumeClaimRetentionPolicy", "ordinals",
+    replicas=INT32, selector=_SELECTOR, template=_TEMPLATE, serviceName=S, podManagementPolicy=S,
+    updateStrategy=_obj(type=S, rollingUpdate=_obj(partition=INT32, maxUnavailable=_INT_OR_STRING,
+                                                   __go__="RollingUpdateStatefulSetStrategy"),
+                        __go__="StatefulSetUpdateStrategy"),
+    revisionHistoryLimit=INT32, minReadySeconds=INT32, __go__="StatefulSetSpec"),
+    status=_STATUS | {GO: "StatefulSetStatus"}, __go__="StatefulSet")
+SCHEMAS["CronJob"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+    schedule=S, timeZone=S, startingDeadlineSeconds=INT, concurrencyPolicy=S, suspend=B,
+    successfulJobsHistoryLimit=INT32, failedJobsHistoryLimit=INT32,
+    jobTemplate=_obj(metadata=OBJECT_META, spec=SCHEMAS["Job"]["spec"], __go__="JobTemplateSpec"),
+    __go__="CronJobSpec"), status=_STATUS | {GO: "CronJobStatus"}, __go__="CronJob")
 
 
 def unknown_fields(kind: str, obj: Any) -> list[str]:

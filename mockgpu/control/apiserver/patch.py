@@ -36,8 +36,9 @@ MERGE_KEYS: dict[str, str] = {
     "spec.podCIDRs": "", "status.conditions": "type", "status.podIPs": "ip", "status.hostIPs": "ip",
     "status.addresses": "type", "secrets": "name",
 }
-# the pod spec inside the templates of Deployments, ReplicaSets and Jobs merges as a pod's does
-MERGE_KEYS.update({f"spec.template.{k}": v for k, v in list(MERGE_KEYS.items()) if k.startswith("spec.")}
+# the pod spec inside the templates of Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs merges as a pod's does
+MERGE_KEYS.update({f"{prefix}{k}": v for k, v in list(MERGE_KEYS.items()) if k.startswith("spec.")
+                   for prefix in ("spec.template.", "spec.jobTemplate.spec.template.")}
                   | {"spec.template.metadata.ownerReferences": "uid", "spec.template.metadata.finalizers": "",
                      "status.conditions": "type"})
 _INVALID_MSG = "the server rejected our request due to an error in our request"

@@ -4,10 +4,10 @@ kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``)
 ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` and a ``runtime.Unknown`` envelope whose
 ``raw`` field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the
 fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1), the
-Deployments, ReplicaSets and Jobs of ``kubectl create deployment|job`` (``k8s.io/api/{apps,batch}/v1``, their
-pod template's common PodSpec and Container fields) and ObjectMeta that a client sets on create are decoded;
-other kinds are 415 (responses are always JSON, which
-every client also accepts).
+Deployments, ReplicaSets, Jobs and CronJobs of ``kubectl create deployment|job|cronjob``
+(``k8s.io/api/{apps,batch}/v1``, their pod template's common PodSpec and Container fields) and ObjectMeta that
+a client sets on create are decoded; other kinds are 415 (responses are always JSON, which every client also
+accepts).
 """
 
 from __future__ import annotations
@@ -82,6 +82,11 @@ _KINDS.update({
         10: ("suspend", "bool"), 12: ("backoffLimitPerIndex", "int"), 13: ("maxFailedIndexes", "int"),
         14: ("podReplacementPolicy", "str"), 15: ("managedBy", "str")}), 3: ("status", {})},
 })
+_KINDS["CronJob"] = {1: ("metadata", _META), 2: ("spec", {
+    1: ("schedule", "str"), 8: ("timeZone", "str"), 2: ("startingDeadlineSeconds", "int"),
+    3: ("concurrencyPolicy", "str"), 4: ("suspend", "bool"),
+    5: ("jobTemplate", {1: ("metadata", _META), 2: ("spec", _KINDS["Job"][2][1])}),
+    6: ("successfulJobsHistoryLimit", "int"), 7: ("failedJobsHistoryLimit", "int")}), 3: ("status", {})}
 
 
 class _Bad(ValueError):

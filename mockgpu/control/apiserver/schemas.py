@@ -17,12 +17,15 @@ _PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "Confi
 #: the kinds of each named group-version as the official client's models, and the group of their sub-types
 GROUP_PY_KINDS: dict[str, dict[str, str]] = {"coordination.k8s.io/v1": {"Lease": "V1Lease"},
                                              "events.k8s.io/v1": {"Event": "EventsV1Event"},
-                                             "apps/v1": {"Deployment": "V1Deployment", "ReplicaSet": "V1ReplicaSet"},
-                                             "batch/v1": {"Job": "V1Job"}}
+                                             "apps/v1": {"Deployment": "V1Deployment", "ReplicaSet": "V1ReplicaSet",
+                                                         "DaemonSet": "V1DaemonSet", "StatefulSet": "V1StatefulSet"},
+                                             "batch/v1": {"Job": "V1Job", "CronJob": "V1CronJob"}}
 #: model-name prefixes of the apps and batch groups' sub-types (``V1DeploymentSpec``, ``V1PodFailurePolicyRule``)
 _PY_GROUP_PREFIXES = (("V1Deployment", "apps"), ("V1ReplicaSet", "apps"), ("V1RollingUpdateDeployment", "apps"),
                       ("V1Job", "batch"), ("V1PodFailurePolicy", "batch"), ("V1SuccessPolicy", "batch"),
-                      ("V1UncountedTerminatedPods", "batch"))
+                      ("V1UncountedTerminatedPods", "batch"), ("V1DaemonSet", "apps"),
+                      ("V1RollingUpdateDaemonSet", "apps"), ("V1CronJob", "batch"), ("V1JobTemplateSpec", "batch"),
+                      ("V1StatefulSet", "apps"), ("V1RollingUpdateStatefulSet", "apps"))
 _PY_GROUP = {"V1Lease": "coordination", "V1LeaseSpec": "coordination", "EventsV1Event": "events",
              "EventsV1EventSeries": "events"}
 #: (python model, json field) → (merge key or "" for a set of primitives, strategy), as the Go types' tags say

@@ -1,9 +1,10 @@
 """Server-side ``meta.k8s.io/v1`` Tables, as kube-apiserver's printers build them for ``kubectl get``.
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
-namespaces, configmaps, serviceaccounts, services, leases, deployments, replicasets, jobs); like the real server
-every table is generated "wide", and kubectl hides priority-1 columns unless ``-o wide``. Other resources get
-upstream's default table (Name, Created At). Ages are ``HumanDuration`` texts measured from a ``now`` the caller passes.
+namespaces, configmaps, serviceaccounts, services, leases, deployments, replicasets, jobs, daemonsets,
+cronjobs, statefulsets); like the real server every table is generated "wide", and kubectl hides priority-1
+columns unless ``-o wide``. Other resources get upstream's default table (Name, Created At). Ages are
+``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
 
 from __future__ import annotations
@@ -397,6 +398,78 @@ def job_row(job: dict[str, Any], now: datetime) -> dict[str, Any]:
                       since(_meta(job).get("creationTimestamp"), now), *_template_cells(job)]}
 
 
+_DS_DOC = "More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+DAEMONSET_COLUMNS = [
+    NAME,
+    _col("Desired", "The total number of nodes that should be running the daemon pod (including nodes correctly "
+                    f"running the daemon pod). {_DS_DOC}", type_="integer"),
+    _col("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon "
+                    f"pod. {_DS_DOC}", type_="integer"),
+    _col("Ready", "numberReady is the number of nodes that should be running the daemon pod and have one or more of "
+                  "the daemon pod running with a Ready Condition.", type_="integer"),
+    _col("Up-to-date", "The total number of nodes that are running updated daemon pod", type_="integer"),
+    _col("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon "
+                      "pod running and available (ready for at least spec.minReadySeconds)", type_="integer"),
+    _col("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which "
+                          "must match a node's labels for the pod to be scheduled on that node. More info: "
+                          "https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
+    AGE, _CONTAINERS, _IMAGES,
+    _col("Selector", "A label query over pods that are managed by the daemon set. Must match in order to be "
+                     "controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/"
+                     "concepts/overview/working-with-objects/labels/#label-selectors", 1)]
+CRONJOB_COLUMNS = [
+    NAME, _col("Schedule", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+    _col("Timezone", "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/"
+                     "List_of_tz_database_time_zones. If not specified, this will default to the time zone of the "
+                     "kube-controller-manager process. The set of valid time zone names and the time zone offset is "
+                     "loaded from the system-wide time zone database by the API server during CronJob validation and "
+                     "the controller manager during execution. If no system-wide time zone database can be found a "
+                     "bundled version of the database is used instead. If the time zone name becomes invalid during "
+                     "the lifetime of a CronJob or due to a change in host configuration, the controller will stop "
+                     "creating new new Jobs and will create a system event with the reason UnknownTimeZone. More "
+                     "information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/"
+                     "cron-jobs/#time-zones"),
+    _col("Suspend", "This flag tells the controller to suspend subsequent executions, it does not apply to already "
+                    "started executions.  Defaults to false.", type_="boolean"),
+    _col("Active", "A list of pointers to currently running jobs.", type_="integer"),
+    _col("Last Schedule", "Information when was the last time the job was successfully scheduled."),
+    AGE, _CONTAINERS, _IMAGES, JOB_COLUMNS[-1]]
+
+
+STATEFULSET_COLUMNS = [NAME, _col("Ready", "Number of the pod with ready state"), AGE, _CONTAINERS, _IMAGES]
+
+
+def statefulset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    names, images, _ = _template_cells(obj)
+    return {"cells": [_meta(obj).get("name", ""),
+                      f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+                      since(_meta(obj).get("creationTimestamp"), now), names, images]}
+
+
+def daemonset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    status = obj.get("status") or {}
+    node_selector = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    counts = [int(status.get(k) or 0) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
+                                                 "updatedNumberScheduled", "numberAvailable")]
+    selector = ",".join(f"{k}={v}" for k, v in sorted(node_selector.items())) or "<none>"
+    return {"cells": [_meta(obj).get("name", ""), *counts, selector, since(_meta(obj).get("creationTimestamp"), now),
+                      *_template_cells(obj)]}
+
+
+def cronjob_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """upstream ``printCronJob``: the Job template's containers and selector in the wide columns."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    last = status.get("lastScheduleTime")
+    suspend = spec.get("suspend")
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images, selector = _template_cells({"spec": job_spec})
+    return {"cells": [_meta(obj).get("name", ""), spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+                      "<unset>" if suspend is None else ("True" if suspend else "False"),
+                      len(status.get("active") or []), since(last, now) if last else "<none>",
+                      since(_meta(obj).get("creationTimestamp"), now), names, images, selector or "<none>"]}
+
+
 LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
                  AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
@@ -420,6 +493,9 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "deployments": (DEPLOYMENT_COLUMNS, deployment_row),
     "replicasets": (REPLICASET_COLUMNS, replicaset_row),
     "jobs": (JOB_COLUMNS, job_row),
+    "daemonsets": (DAEMONSET_COLUMNS, daemonset_row),
+    "cronjobs": (CRONJOB_COLUMNS, cronjob_row),
+    "statefulsets": (STATEFULSET_COLUMNS, statefulset_row),
 }
 
 

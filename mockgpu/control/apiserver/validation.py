@@ -30,7 +30,8 @@ from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
               "Node": False, "Namespace": False, "Lease": True, "Service": True, "Deployment": True,
-              "ReplicaSet": True, "Job": True}
+              "ReplicaSet": True, "Job": True, "DaemonSet": True, "CronJob": True,
+              "StatefulSet": True}
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
 API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -130,6 +131,10 @@ def check_decode(kind: str, obj: dict[str, Any]) -> None:
 def _pod_spec_of(kind: str, obj: dict[str, Any]) -> Any:
     """The pod spec a kind carries: its own (Pod) or its template's (Deployment, ReplicaSet, Job)."""
     spec = obj.get("spec") or {}
+    if kind == "CronJob" and isinstance(spec, dict):  # spec.jobTemplate.spec.template.spec
+        job = spec.get("jobTemplate") or {}
+        spec = ((job.get("spec") or {}) if isinstance(job, dict) else {}) or {}
+        spec = spec if isinstance(spec, dict) else {}
     if kind in workloads.API_VERSIONS and isinstance(spec, dict):
         template = spec.get("template") or {}
         return (template.get("spec") or {}) if isinstance(template, dict) else {}

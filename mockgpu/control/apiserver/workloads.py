@@ -1,4 +1,6 @@
-"""apps/v1 Deployments and ReplicaSets, batch/v1 Jobs: defaulting, validation, generation and the Scale view.
+"""apps/v1 Deployments and ReplicaSets, batch/v1 Jobs: defaulting, validation, generation and the Scale view
+(DaemonSets, CronJobs, StatefulSets: the kind-specific parts in ``daemonsets``, ``cronjobs``, ``statefulsets``,
+dispatched from here).
 
 Follows kube-apiserver's registry strategies and validation for these kinds (``pkg/apis/apps/v1/defaults.go``,
 ``pkg/apis/apps/validation``, ``pkg/apis/batch/v1/defaults.go``, ``pkg/registry/batch/job/strategy.go``):
@@ -29,8 +31,15 @@ from mockgpu.control.apiserver.status import (
     field_required,
 )
 
-API_VERSIONS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1"}
-PLURALS = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
+API_VERSIONS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "DaemonSet": "apps/v1",
+                "CronJob": "batch/v1", "StatefulSet": "apps/v1"}
+PLURALS = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs", "DaemonSet": "daemonsets",
+           "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
+
+#: the status a new object starts with: the Go types' counts without ``omitempty`` are written as 0
+EMPTY_STATUS = {"DaemonSet": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                              "numberReady": 0},
+                "StatefulSet": {"replicas": 0, "availableReplicas": 0}}
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -124,7 +133,20 @@ def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     spec = _default(obj, "spec", {})
     if not isinstance(spec, dict):
         return obj
+    if kind == "CronJob":
+        from mockgpu.control.apiserver import cronjobs
+
+        cronjobs.apply_defaults(spec)
+        return obj
     default_template(spec.get("template"))
+    if kind == "DaemonSet":
+        from mockgpu.control.apiserver import daemonsets
+
+        daemonsets.apply_defaults(spec)
+    if kind == "StatefulSet":
+        from mockgpu.control.apiserver import statefulsets
+
+        statefulsets.apply_defaults(spec)
     if kind == "Deployment":
         _default(spec, "replicas", 1)
         _default_rolling(spec)
@@ -180,10 +202,14 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
     obj = apply_defaults(kind, obj)
     meta = obj.setdefault("metadata", {})
     if old is None:
-        obj["status"] = {}
+        obj["status"] = dict(EMPTY_STATUS.get(kind, {}))
         meta["generation"] = 1
         if kind == "Job":
             generate_job_selector(obj)
+        if kind == "DaemonSet":
+            from mockgpu.control.apiserver.daemonsets import template_generation
+
+            template_generation(obj, None)
         return obj
     if subresource == "status":
         obj["spec"] = copy.deepcopy(old.get("spec", {}))
@@ -191,6 +217,10 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
     obj["status"] = copy.deepcopy(old.get("status", {}))
     generation = int((old.get("metadata") or {}).get("generation") or 0)
     meta["generation"] = generation + 1 if obj.get("spec") != old.get("spec") else generation
+    if kind == "DaemonSet":
+        from mockgpu.control.apiserver.daemonsets import template_generation
+
+        template_generation(obj, old)
     return obj
 
 
@@ -454,6 +484,18 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list
         return errs
     if kind == "ReplicaSet":
         return validate_replicaset(obj)
+    if kind == "DaemonSet":
+        from mockgpu.control.apiserver import daemonsets
+
+        return daemonsets.validate(obj, old)
+    if kind == "CronJob":
+        from mockgpu.control.apiserver import cronjobs
+
+        return cronjobs.validate(obj, old)
+    if kind == "StatefulSet":
+        from mockgpu.control.apiserver import statefulsets
+
+        return statefulsets.validate(obj, old)
     return validate_job(obj, old)
 
 

@@ -1,5 +1,6 @@
 """The embedded control plane's controllers (kube-controller-manager's workload half): ReplicaSet, Deployment,
-Job and the garbage collector, run by one ``ControllerManager`` over the official client.
+Job, DaemonSet, StatefulSet, CronJob and the garbage collector, run by one ``ControllerManager`` over the
+official client (``clock`` is the CronJob controller's injectable time source).
 
 Each module's docstring says which of upstream's behaviour it follows and where it simplifies; ``logic`` holds
 the pure decisions (naming, rolling-update arithmetic, pod order, conditions).

@@ -16,9 +16,11 @@ from mockgpu.control.controllers.logic import now_rfc3339
 from mockgpu.control.scheduler.api import MERGE, RawApi
 
 Obj = dict[str, Any]
-PREFIX = {"pods": "/api/v1", "events": "/api/v1", "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
-          "jobs": "/apis/batch/v1"}
-KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
+PREFIX = {"pods": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "deployments": "/apis/apps/v1",
+          "replicasets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+          "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1"}
+KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
+               "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 
 
 def path(plural: str, ns: str | None = None, name: str | None = None, sub: str | None = None) -> str:

@@ -1,9 +1,9 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
-As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets and pods as dependents;
-Deployments, ReplicaSets and Jobs as owners): a dependent whose owners are all gone is deleted (background
-cascading; an absent owner is confirmed with a live GET before anything is deleted); references to owners that
-are gone, while others remain, are removed from the dependent. An owner deleted with
+As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets, Jobs and pods as
+dependents; Deployments, ReplicaSets, Jobs, DaemonSets and CronJobs as owners): a dependent whose owners are all
+gone is deleted (background cascading; an absent owner is confirmed with a live GET before anything is deleted);
+references to owners that are gone, while others remain, are removed from the dependent. An owner deleted with
 ``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer until its ``blockOwnerDeletion``
 dependents are gone (they are deleted in the foreground too); one deleted with ``Orphan`` keeps the ``orphan``
 finalizer until its dependents no longer reference it. Simplified: owners of other kinds (ConfigMaps, Nodes,
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.controllers.manager import OWNER_KINDS
+from mockgpu.control.controllers.manager import DEPENDENT_PLURALS, OWNER_KINDS
 
 if TYPE_CHECKING:
     from mockgpu.control.controllers.manager import ControllerManager
@@ -46,7 +46,7 @@ class GarbageCollector:
         if plural in OWNER_KINDS.values():
             self._sync_owner(plural, ns, name)
         obj = self.mgr.cache.get(plural, ns, name)
-        if obj is None or plural not in ("pods", "replicasets"):
+        if obj is None or plural not in DEPENDENT_PLURALS:
             return
         refs = obj["metadata"].get("ownerReferences") or []
         gone, foreground, orphaning, alive = [], [], [], []

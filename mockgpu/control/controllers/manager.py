@@ -1,12 +1,12 @@
 """The embedded kube-controller-manager: informers, a shared cache, one work queue and the controllers.
 
-Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments and
-Jobs. Every change enqueues the objects it concerns (the object, its controller owner, the dependents of a
-deleted owner), and one worker thread runs each key's controller — so controllers never race each other, and
-a key that changes while queued is synced once. Writes go through to the cache from the API's answers, so a
-sync that just created pods sees them on the next pass (what upstream's "expectations" achieve).
-Keys that must be looked at again later (minReadySeconds, progress deadlines, Job back-off) are requeued
-with a delay.
+Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
+DaemonSets, CronJobs, StatefulSets and nodes (a node change requeues every DaemonSet). Every change enqueues the
+objects it concerns (the object, its controller owner, the dependents of a deleted owner), and one worker thread
+runs each key's controller — so controllers never race each other, and a key that changes while queued is synced
+once. Writes go through to the cache from the API's answers, so a sync that just created pods sees them on the
+next pass (what upstream's "expectations" achieve). Keys that must be looked at again later (minReadySeconds,
+progress deadlines, Job back-off) are requeued with a delay.
 """
 
 from __future__ import annotations
@@ -22,14 +22,18 @@ from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.apiserver.workloads import selector_matches
 from mockgpu.control.controllers.api import ControllerApi
+from mockgpu.control.controllers.clock import Clock, SystemClock
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
 from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
-WATCHED = ("pods", "replicasets", "deployments", "jobs")
-OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs"}
+WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes")
+OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
+               "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
+KINDS = {plural: kind for kind, plural in OWNER_KINDS.items()}
+DEPENDENT_PLURALS = ("replicasets", "jobs", "pods")  # what the garbage collector deletes or releases
 
 
 def _rv(obj: Obj) -> int:
@@ -37,6 +41,14 @@ def _rv(obj: Obj) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def node_fingerprint(node: Obj) -> tuple:
+    """What DaemonSets look at on a node: labels, spec (taints, unschedulable) and condition statuses."""
+    conditions = sorted((c.get("type", ""), c.get("status", ""))
+                        for c in (node.get("status") or {}).get("conditions") or [])
+    return (repr(sorted(((node.get("metadata") or {}).get("labels") or {}).items())),
+            repr(node.get("spec") or {}), tuple(conditions))
 
 
 class Cache:
@@ -98,7 +110,7 @@ class Cache:
     def dependents(self, ns: str, uid: str) -> list[tuple[str, Obj]]:
         """(plural, object) of everything in ``ns`` with an owner reference to ``uid``."""
         out = []
-        for plural in ("replicasets", "pods"):
+        for plural in DEPENDENT_PLURALS:
             for o in self.list(plural, ns):
                 if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or []):
                     out.append((plural, o))
@@ -148,13 +160,18 @@ class WorkQueue:
 
 
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job and garbage-collector controllers against one cluster."""
+    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet and garbage-collector controllers
+    against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
+    drive it)."""
 
-    def __init__(self, api_client: Any, *, job_backoff: float = 10.0) -> None:
+    def __init__(self, api_client: Any, *, job_backoff: float = 10.0, clock: Clock | None = None) -> None:
+        from mockgpu.control.controllers.cronjob import CronJobController
+        from mockgpu.control.controllers.daemonset import DaemonSetController
         from mockgpu.control.controllers.deployment import DeploymentController
         from mockgpu.control.controllers.gc import GarbageCollector
         from mockgpu.control.controllers.job import JobController
         from mockgpu.control.controllers.replicaset import ReplicaSetController
+        from mockgpu.control.controllers.statefulset import StatefulSetController
 
         self.api = ControllerApi(api_client)
         self.cache = Cache()
@@ -162,9 +179,14 @@ class ControllerManager:
         self.replicasets = ReplicaSetController(self)
         self.deployments = DeploymentController(self)
         self.jobs = JobController(self, backoff=job_backoff)
+        self.daemonsets = DaemonSetController(self)
+        self.cronjobs = CronJobController(self, clock or SystemClock())
+        self.statefulsets = StatefulSetController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
-            "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync}
+            "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
+            "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
+            "StatefulSet": self.statefulsets.sync}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -201,16 +223,23 @@ class ControllerManager:
             for obj in data:
                 self._route(plural, "ADDED", obj)
             return
+        old = self.cache.get(plural, *Cache._key(data)) if plural == "nodes" and typ == "MODIFIED" else None
         if typ == "DELETED":
             self.cache.remove(plural, data)
         elif not self.cache.put(plural, data):
             return
+        if old is not None and node_fingerprint(old) == node_fingerprint(data):
+            return  # a heartbeat: nothing a DaemonSet decides on changed (upstream ``shouldIgnoreNodeUpdate``)
         self._route(plural, typ, data)
 
     def _route(self, plural: str, typ: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
-        kind = {"replicasets": "ReplicaSet", "deployments": "Deployment", "jobs": "Job"}.get(plural)
+        if plural == "nodes":  # a node joined, left or changed: every DaemonSet looks again
+            for ds in self.cache.list("daemonsets"):
+                self.queue.add(("DaemonSet", ds["metadata"].get("namespace") or "", ds["metadata"]["name"]))
+            return
+        kind = KINDS.get(plural)
         if kind:
             self.queue.add((kind, ns, name))
             if meta.get("deletionTimestamp") and typ != "DELETED":  # an orphan/foreground finalizer to release
@@ -234,7 +263,7 @@ class ControllerManager:
                 owner = controller_of(rs) if rs is not None else None
                 if owner is not None and owner.get("kind") == "Deployment":
                     self.queue.add(("Deployment", ns, owner["name"]))
-        if meta.get("ownerReferences") and plural in ("pods", "replicasets"):
+        if meta.get("ownerReferences") and plural in DEPENDENT_PLURALS:
             self.queue.add((f"gc/{plural}", ns, name))
 
     def enqueue(self, kind: str, ns: str, name: str, after: float = 0.0) -> None:
