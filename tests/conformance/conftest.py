@@ -1,11 +1,11 @@
-"""Both control planes for the conformance suite, started once per session, and the report.
+"""Both control planes for the conformance suite (per test module) and the report (per session).
 
 The upstream side runs the real kube-apiserver (without the TaintNodesByCondition admission plugin, which
 taints every new Node not-ready until the node-lifecycle-controller sees it Ready), kube-controller-manager
 (without its node-lifecycle-controller: the suite's nodes have no kubelet to renew leases, so it would
-taint them unreachable) and kube-scheduler at ``-v=10``. The embedded side runs
-mockgpu's API server and scheduler in process. Neither runs kubelets: pods are bound, never started. The clusters are per test module (so no scheduler
-thread outlives the suite's modules into other tests); the report is per session.
+taint them unreachable) and kube-scheduler at ``-v=10``. The embedded side runs mockgpu's API server and
+scheduler in process. Neither runs kubelets: pods are bound, never started. Per module, so that no
+scheduler thread outlives the suite's modules into other tests.
 """
 
 from __future__ import annotations
