@@ -42,6 +42,28 @@ spec:
     command: ["sleep", "60"]
     resources: {{limits: {{nvidia.com/gpu: 1}}}}
 """
+WORKLOADS = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 0
+  serviceName: web
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: mockgpu/workload}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {no-such-label: "true"}
+      containers: [{name: c, image: mockgpu/workload}]
+"""
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: bad}
@@ -75,6 +97,8 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     pod.write_text(POD.format(name="p1", scheduler=SCHEDULER))
     bad = files / "bad.yaml"
     bad.write_text(BAD_POD)
+    workloads = files / "workloads.yaml"
+    workloads.write_text(WORKLOADS)
     applied = files / "applied.yaml"
     applied.write_text(POD.format(name="p2", scheduler=SCHEDULER))
     changed = files / "changed.yaml"
@@ -127,6 +151,18 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("create job", ["create", "job", "j1", "--image=mockgpu/workload", "--", "sleep", "1", *n]),
         ("get job -o jsonpath spec", ["get", "job", "j1", "-o", "jsonpath={.spec.completions} {.spec.parallelism} "
                                       "{.spec.backoffLimit} {.spec.completionMode} {.spec.suspend}", *n]),
+        ("apply a StatefulSet and a DaemonSet", ["apply", "-f", str(workloads), *n]),
+        ("get statefulset (table)", ["get", "statefulset", "web", *n]),
+        ("get daemonset (table)", ["get", "daemonset", "agent", *n]),
+        ("rollout status statefulset", ["rollout", "status", "statefulset/web", "--timeout=30s", *n]),
+        ("rollout status daemonset", ["rollout", "status", "daemonset/agent", "--timeout=30s", *n]),
+        ("create cronjob", ["create", "cronjob", "c1", "--image=mockgpu/workload", "--schedule=*/5 * * * *",
+                            "--", "sleep", "1", *n]),
+        ("get cronjob (table)", ["get", "cronjob", "c1", *n]),
+        ("create cronjob with a bad schedule (422)", ["create", "cronjob", "c2", "--image=x",
+                                                      "--schedule=not a schedule", *n]),
+        ("delete statefulset, daemonset, cronjob", ["delete", "statefulset/web", "daemonset/agent", "cronjob/c1",
+                                                    *n]),
         ("delete deployment", ["delete", "deployment", "d1", *n]),
         ("delete job", ["delete", "job", "j1", "--wait=false", *n]),
         ("delete pod", ["delete", "pod", "p1", "--wait=false", *n]),
