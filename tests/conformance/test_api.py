@@ -71,7 +71,8 @@ spec:
   containers: []
 """
 
-NORMALISE = [
+NORMALISE = [  # in order: the token volume's random suffix first, since it can look like an age ("25m4s")
+    (re.compile(r"kube-api-access-[a-z0-9]{5}"), "kube-api-access-<random>"),
     (re.compile(r"\b\d+(\.\d+)?(s|m|h|d|y)(\d+(s|m|h))?\b"), "<age>"),
     (re.compile(r"<invalid>|<unknown>"), "<age>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
@@ -80,7 +81,6 @@ NORMALISE = [
     (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
     (re.compile(r'"resourceVersion":\s*"\d+"|resourceVersion: "?\d+"?'), "<rv>"),
     (re.compile(r"/tmp/\S+"), "<path>"),
-    (re.compile(r"kube-api-access-[a-z0-9]{5}"), "kube-api-access-<random>"),
     (re.compile(r"[ \t]+"), " "),
 ]
 
