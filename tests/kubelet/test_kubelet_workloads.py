@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,45 +104,71 @@ def test_no_device_is_a_cuda_error(shared_node) -> None:
     assert "CUDA error: no CUDA-capable device is detected" in r.stderr
 
 
+def _stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _pause_holding(proc: subprocess.Popen, ledger: Path, nbytes: int) -> None:
+    """SIGSTOP ``proc`` at a moment it holds exactly ``nbytes`` and not the ledger's lock.
+
+    The ledger is read under its own lock, taken without blocking: a process stopped while it
+    holds the lock would block every other one, so that moment is skipped too.
+    """
+    for _ in range(500):
+        proc.send_signal(signal.SIGSTOP)
+        while not _stopped(proc.pid):
+            time.sleep(0.001)
+        with open(ledger.with_suffix(".lock"), "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                used = None
+            else:
+                used = sum(p["used_bytes"] for p in json.loads(ledger.read_text())["processes"].values())
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        if used == nbytes:
+            return
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    raise AssertionError(f"{proc.args} never held exactly {nbytes} bytes between two steps")
+
+
 def test_time_slicing_oom_blast_radius(shared_node) -> None:
-    """Two replicas of one GPU share its memory: the inference job's growth kills the trainer too."""
+    """Two replicas of one GPU share its memory: the inference job's growth kills the trainer too.
+
+    Ordered, not timed: the trainer is paused while the inference job fills the GPU and holds it,
+    so its next step meets a full GPU however late this shared machine schedules it.
+    """
     driver, inv = shared_node
     uuid = inv.gpus[0].uuid
     env = dict(os.environ, MOCKGPU_DRIVER_DIR=str(driver), NVIDIA_VISIBLE_DEVICES=uuid)
+    workload = [sys.executable, "-m", "mockgpu.workloads"]
+    pipes = {"env": env, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     trainer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mockgpu.workloads",
-            "train",
-            "--memory",
-            "30GiB",
-            "--retry-alloc",
-            "1GiB",
-            "--interval",
-            "0.05",
-            "--duration",
-            "0",
-            "--log-every",
-            "1000",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [*workload, "train", "--memory", "30GiB", "--retry-alloc", "1GiB", "--interval", "0.05"]
+        + ["--duration", "0", "--log-every", "1000"],
+        **pipes,
     )
+    infer = None
     try:
         line = trainer.stdout.readline()  # "train: cuda:0 holds 30.00 GiB" once it has its memory
         assert "holds 30.00 GiB" in line, line
-        r = run(driver, uuid, "infer", "--kv-step", "10GiB", "--interval", "0.3")
-        out, err = trainer.communicate(timeout=30)
+        _pause_holding(trainer, driver / "ledgers" / f"{uuid}.json", 30 * GIB)
+        infer = subprocess.Popen(
+            [*workload, "infer", "--kv-step", "50GiB", "--max-steps", "1", "--interval", "600"], **pipes
+        )
+        assert "infer: weights" in infer.stdout.readline()
+        filled = infer.stdout.readline()
+        trainer.send_signal(signal.SIGCONT)
+        out, err = trainer.communicate(timeout=60)
     finally:
-        if trainer.poll() is None:
-            trainer.kill()
-            trainer.wait()
-    assert r.returncode == 1 and "CUDA error: out of memory" in r.stderr
-    assert "infer: step 5 KV cache 50.00 GiB; 0.00 GiB free of 80.00 GiB" in r.stdout
-    assert trainer.returncode == 1
+        for p in (trainer, infer):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert "infer: step 1 KV cache 50.00 GiB; 0.00 GiB free of 80.00 GiB" in filled, filled
+    assert trainer.returncode == 1, out
+    assert "train: step" in out and "CUDA error: out of memory" in out
     assert "RuntimeError: CUDA error: out of memory" in err
 
 
