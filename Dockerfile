@@ -4,7 +4,10 @@
 # never :latest (a :latest tag implies imagePullPolicy Always, and kind-loaded images cannot be pulled).
 # Runs as root on purpose: the device plugin creates its socket in the kubelet's hostPath
 # /var/lib/kubelet/device-plugins.
-FROM python:3.11-slim
+# BASE: the public python:3.11-slim by default; where no registry can be reached, scripts/kind-images
+# builds a local one from Debian packages (mockgpu/python-base:bookworm) and passes it here.
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
