@@ -8,7 +8,9 @@ import argparse
 import importlib
 import sys
 
+import mockgpu
 from mockgpu.errors import MockgpuError
+from mockgpu.helptext import describe
 
 # Modules that provide `add_parser(subparsers)`; each sets `func` on its parser.
 COMMAND_MODULES: list[str] = [
@@ -21,7 +23,7 @@ COMMAND_MODULES: list[str] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mockgpu", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="mockgpu", description=describe(mockgpu.__doc__))
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:

@@ -26,6 +26,7 @@ from fractions import Fraction
 
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu import cuda
+from mockgpu.helptext import describe
 
 GIB = 1 << 30
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGTP]i?)?B?\s*$", re.IGNORECASE)
@@ -148,7 +149,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="mockgpu-workload", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="mockgpu-workload", description=describe(__doc__))
     sub = ap.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
     sub.add_parser("inspect", help="print visible devices, CUDA devices and nvidia-smi -L").set_defaults(
         func=cmd_inspect

@@ -17,13 +17,14 @@ from mockgpu.deviceplugin.resources import NodeResourceManager, resource_manager
 from mockgpu.deviceplugin.server import NodePlugins
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import Driver, write_node_driver
+from mockgpu.helptext import describe
 
 DEFAULT_DRIVER_DIR = "/var/lib/mockgpu/driver"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("device-plugin", help="run the fake NVIDIA device plugin of one node (gRPC v1beta1)",
-                       description=__doc__.split("\n")[0])
+                       description=describe(__doc__))
     p.add_argument("--spec", required=True, help="cluster spec file (clusters/*.yaml)")
     p.add_argument("--node", required=True, help="spec node name, <pool>-<n>")
     p.add_argument("--plugin-dir", help="the kubelet's device plugin directory (holds kubelet.sock)")

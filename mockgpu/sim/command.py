@@ -9,16 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockgpu.errors import MockgpuError
-from mockgpu.sim.engine import SAMPLINGS, PolicyResult, default_seeds, simulate
-from mockgpu.sim.frag import task_distribution
-from mockgpu.sim.policies import POLICY_NAMES, canonical_name, make_policy
-from mockgpu.sim.trace import load_trace
+from mockgpu.sim.names import POLICY_NAMES, SAMPLINGS, canonical_name
+
+if TYPE_CHECKING:
+    from mockgpu.sim.engine import PolicyResult
 
 MAX_ARRIVED = 1000.0
 MAX_SEEDS = 1000
+NOTEBOOK_MODULES = {"numpy", "tqdm"}  # what the simulator needs from the notebook extra
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -95,11 +96,21 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.seeds <= MAX_SEEDS:
         raise MockgpuError(f"--seeds must be between 1 and {MAX_SEEDS}, got {args.seeds}", exit_code=2)
     steps = _steps(args.arrived, args.curve)
+    try:  # here, not at the top: the CLI builds this parser also where the notebook extra is not installed
+        from tqdm import tqdm
+
+        from mockgpu.sim.engine import PolicyResult, default_seeds, simulate
+        from mockgpu.sim.frag import task_distribution
+        from mockgpu.sim.policies import make_policy
+        from mockgpu.sim.trace import load_trace
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in NOTEBOOK_MODULES:
+            raise
+        raise MockgpuError(f"mockgpu sim needs the notebook extra ({exc.name} is not installed): "
+                           "pip install 'mockgpu[notebook]'") from None
     nodes, pods = load_trace(args.trace_dir, pods=args.pod_list, nodes=args.node_list)
     dist = task_distribution(pods)
     seeds = default_seeds(args.seeds)
-    from tqdm import tqdm
-
     show = not args.quiet and sys.stderr.isatty()
     rows = []
     with tqdm(total=len(names) * len(seeds), unit="run", file=sys.stderr, disable=not show) as bar:

@@ -19,6 +19,7 @@ import numpy as np
 from mockgpu.errors import MockgpuError
 from mockgpu.sim.cluster import ClusterState, PodShape
 from mockgpu.sim.frag import FragModel, TaskDistribution
+from mockgpu.sim.names import SAMPLINGS
 from mockgpu.sim.policy import Policy, choose_node
 from mockgpu.sim.trace import MILLI, NodeList, PodList
 
@@ -36,9 +37,6 @@ class SeedRun:
     unplaced_pods: np.ndarray
     arrived_pods: np.ndarray
     state: ClusterState
-
-
-SAMPLINGS = ("replacement", "trace-first")
 
 
 def sample_workload(pods: PodList, total_gpu_milli: int, percent: float, rng: np.random.Generator,

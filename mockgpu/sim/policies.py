@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mockgpu.errors import MockgpuError
 from mockgpu.sim.baselines import BestFit, DotProduct, GpuClustering, GpuPacking, RandomFit
 from mockgpu.sim.fgd import FGD
 from mockgpu.sim.frag import TaskDistribution
 from mockgpu.sim.k8s import least_allocated_policy, most_allocated_policy
+from mockgpu.sim.names import POLICY_NAMES, canonical_name
 from mockgpu.sim.policy import Policy
 
 _FACTORIES: dict[str, Callable[[TaskDistribution], Policy]] = {
@@ -22,15 +22,8 @@ _FACTORIES: dict[str, Callable[[TaskDistribution], Policy]] = {
     "k8s-most-allocated": lambda dist: most_allocated_policy(),
 }
 
-POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 PAPER_POLICIES: tuple[str, ...] = POLICY_NAMES[:6]  # the six the FGD paper compares, in its order
-
-
-def canonical_name(name: str) -> str:
-    key = name.strip().lower().replace("_", "-")
-    if key not in _FACTORIES:
-        raise MockgpuError(f"unknown policy {name!r}; choose one of: {', '.join(POLICY_NAMES)}, all", exit_code=2)
-    return key
+__all__ = ["PAPER_POLICIES", "POLICY_NAMES", "canonical_name", "make_policy"]
 
 
 def make_policy(name: str, dist: TaskDistribution) -> Policy:

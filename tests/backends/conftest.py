@@ -49,6 +49,13 @@ class FakeRunner(Runner):
         return any(c[: len(prefix)] == list(prefix) for c in self.calls)
 
 
+@pytest.fixture(autouse=True)
+def _default_node_image(monkeypatch):
+    """Render with the default pinned node image whatever the developer's shell exports."""
+    monkeypatch.delenv("MOCKGPU_KIND_K8S_VERSION", raising=False)
+    monkeypatch.delenv("MOCKGPU_KIND_NODE_IMAGE", raising=False)
+
+
 @pytest.fixture
 def workshop():
     return load_spec(ROOT / "clusters" / "workshop.yaml")

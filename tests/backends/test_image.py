@@ -58,3 +58,8 @@ def test_context_builds_a_wheel_with_the_data_and_commands(tmp_path):
     assert "mockgpu/deviceplugin/api/api.proto" in names
     entry = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "mockgpu = mockgpu.cli:main" in entry and "nvidia-smi = " in entry
+    # the image installs no extras: the notebook-only dependencies must not be runtime ones
+    meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    runtime = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
+    assert runtime and not [ln for ln in runtime if re.search(r"numpy|matplotlib|ipywidgets|tqdm", ln)]
+    assert any(re.match(r"Requires-Dist: numpy.*extra == \"notebook\"", ln) for ln in meta.splitlines())

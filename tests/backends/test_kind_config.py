@@ -184,6 +184,15 @@ def test_version_env_selects_the_image(monkeypatch, workshop):
     assert all(n["image"] == NODE_IMAGES["1.36"].ref for n in _render(workshop)["nodes"])
 
 
+def test_a_local_node_image_is_named_without_a_digest(monkeypatch, workshop):
+    monkeypatch.setenv("MOCKGPU_KIND_K8S_VERSION", "1.36")  # the local image wins over the pinned minor
+    monkeypatch.setenv("MOCKGPU_KIND_NODE_IMAGE", "mockgpu/kind-node:v1.37.2")
+    img = node_image()
+    assert (img.ref, img.name, img.kind_release, img.digest) == ("mockgpu/kind-node:v1.37.2",) * 2 + ("v0.33.0", "")
+    assert all(n["image"] == "mockgpu/kind-node:v1.37.2" for n in _render(workshop)["nodes"])
+    assert node_image("1.35") == NODE_IMAGES["1.35"]  # an explicit minor still means the pinned image
+
+
 SCHED = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:

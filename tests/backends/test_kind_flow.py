@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -32,23 +33,32 @@ READY = {"whole-0": {"nvidia.com/gpu": "4"}, "mig-0": {"nvidia.com/mig-1g.10gb":
 class Cluster:
     """A scripted docker/kind/kubectl: state is whether the cluster exists; `fail` names a step to break."""
 
-    def __init__(self, exists=False, fail=None, gpus=READY):
-        self.exists, self.fail, self.gpus = exists, fail, gpus
+    def __init__(self, exists=False, fail=None, gpus=READY, kind="v0.31.0", errors=None):
+        self.exists, self.fail, self.gpus, self.kind = exists, fail, gpus, kind
+        self.errors = errors or {}  # command prefix -> stderr of a failure, for failures other than `fail`
 
     def __call__(self, args, stdin):
         cmd = " ".join(args)
         if self.fail and cmd.startswith(self.fail):
             return Result(1, "", "boom: something broke\n")
+        for prefix, stderr in self.errors.items():
+            if cmd.startswith(prefix):
+                return Result(1, "", stderr)
         if cmd.startswith("docker info"):
             return Result(0, "28.2.2\n", "")
+        if cmd.startswith("docker version"):
+            return Result(0, "linux/amd64\n", "")
+        if cmd.startswith("docker save"):
+            Path(args[args.index("-o") + 1]).write_bytes(b"tar")  # what `docker save -o` leaves behind
+            return Result(0, "", "")
         if cmd.startswith("kind version"):
-            return Result(0, "kind v0.31.0 go1.25 linux/amd64\n", "")
+            return Result(0, f"kind {self.kind} go1.25 linux/amd64\n", "")
         if cmd.startswith("kubectl version"):
             return Result(0, "Client Version: v1.35.0\n", "")
         if cmd == "kind get clusters":
             return Result(0, "workshop\n" if self.exists else "", "" if self.exists else "No kind clusters found.\n")
         if cmd.startswith("kind get nodes"):
-            return Result(0, "workshop-control-plane\nworkshop-worker\n", "")
+            return Result(0, "workshop-control-plane\nworkshop-worker\nworkshop-worker2\n", "")
         if cmd.startswith("kind create cluster"):
             self.exists = True
             return Result(0, "", "")
@@ -86,6 +96,10 @@ def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
     assert create[create.index("--config") + 1] == str(tmp_path / "workshop" / "kind-config.yaml")
     assert len(config["nodes"]) == 4
     assert all((tmp_path / "workshop" / n / "driver").is_dir() for n in ("whole-0", "mig-0", "shared-0"))
+    # the plugin (root, no capabilities) writes into the user's driver folders; only the user reaches them
+    assert {oct((tmp_path / "workshop" / n / "driver").stat().st_mode & 0o777) for n in ("whole-0", "mig-0")} == {
+        oct(0o777)}
+    assert (tmp_path / "workshop").stat().st_mode & 0o777 == 0o700
     applied = runner.inputs[next(i for i, c in enumerate(runner.calls) if "apply" in c)]
     assert [d["kind"] for d in yaml.safe_load_all(applied)][-1] == "DaemonSet"
     text = out.getvalue()
@@ -97,9 +111,9 @@ def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
 
 @pytest.mark.parametrize(("retain", "deleted"), [(False, True), (True, False)], ids=["cleanup", "retain"])
 def test_failure_after_create_deletes_the_half_created_cluster_unless_retained(tmp_path, workshop, retain, deleted):
-    handler = Cluster(fail="kind load")
+    handler = Cluster(fail="kind load")  # both `kind load docker-image` and the image-archive fallback
     backend, runner, out, opts = _up(tmp_path, workshop, handler, retain=retain)
-    with pytest.raises(MockgpuError, match="`kind load docker-image` failed: boom: something broke"):
+    with pytest.raises(MockgpuError, match="`kind load image-archive` failed: boom: something broke"):
         backend.up(opts)
     assert runner.called("kind", "delete", "cluster") is deleted
     assert handler.exists is not deleted
@@ -165,11 +179,92 @@ def test_unknown_device_plugin_is_bad_input(tmp_path, workshop):
 
 
 def test_down_deletes_cluster_and_state(tmp_path, workshop):
-    (tmp_path / "workshop" / "whole-0").mkdir(parents=True)
+    (tmp_path / "workshop" / "whole-0" / "driver" / "ledgers").mkdir(parents=True)
+    (tmp_path / "workshop" / "whole-0" / "driver" / "ledgers" / "GPU-0.json").write_text("{}")
     backend, runner, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
     backend.down("workshop")
     assert runner.called("kind", "delete", "cluster", "--name", "workshop")
     assert not (tmp_path / "workshop").exists()
+
+
+def test_down_empties_the_driver_folders_inside_each_worker_before_deleting(tmp_path, workshop):
+    backend, runner, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
+    backend.down("workshop")
+    execs = [c for c in runner.calls if c[:2] == ["docker", "exec"]]
+    assert [c[2] for c in execs] == ["workshop-worker", "workshop-worker2"]  # not the control plane: no mount
+    script = execs[0][-1]
+    assert execs[0][3:5] == ["sh", "-c"] and "systemctl stop kubelet" in script and "crictl rmp --all --force" in script
+    assert script.endswith("find /var/lib/mockgpu/driver -mindepth 1 -delete")  # the contents, not the mount point
+    delete = runner.calls.index(["kind", "delete", "cluster", "--name", "workshop"])
+    assert all(runner.calls.index(c) < delete for c in execs)
+
+
+def test_down_names_what_it_could_not_remove(tmp_path, workshop, monkeypatch):
+    """Tests run as root, where permissions never fail: a patched os.unlink refuses one file, as it would
+    for a non-root user facing a root-owned file the in-node cleanup missed (a node already stopped)."""
+    ledgers = tmp_path / "workshop" / "mig-0" / "driver" / "ledgers"
+    ledgers.mkdir(parents=True)
+    (ledgers / "GPU-1.json").write_text("{}")
+    (tmp_path / "workshop" / "kind-config.yaml").write_text("")
+    real_unlink = os.unlink
+
+    def unlink(path, *, dir_fd=None):
+        if os.path.basename(path) == "GPU-1.json":
+            raise PermissionError(13, "Permission denied", path)
+        return real_unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    backend, runner, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
+    with pytest.raises(MockgpuError) as err:
+        backend.down("workshop")
+    msg = str(err.value)
+    assert "\n" not in msg and runner.called("kind", "delete", "cluster", "--name", "workshop")
+    state = tmp_path / "workshop"
+    assert msg.startswith(f"kind cluster 'workshop' deleted, but 5 entries under {state} could not be removed "
+                          f"({ledgers / 'GPU-1.json'}, {ledgers}, {ledgers.parent}, ...;")
+    assert msg.endswith(f"run `sudo rm -rf {state}`")
+    assert not (state / "kind-config.yaml").exists() and (ledgers / "GPU-1.json").exists()
+
+
+CTR_ERROR = ("ERROR: failed to load image: command \"docker exec --privileged -i workshop-control-plane ctr "
+             "--namespace=k8s.io images import --all-platforms --digests --snapshotter=overlayfs -\" failed with "
+             "error: exit status 1\nCommand Output: ctr: content digest sha256:82014a3c: not found\n")
+
+
+@pytest.mark.parametrize(("errors", "platform", "archive"), [
+    ({}, None, False),
+    ({"kind load docker-image": CTR_ERROR}, ["--platform", "linux/amd64"], True),
+    ({"kind load docker-image": CTR_ERROR, "docker version": "Error response from daemon\n"}, [], True),
+], ids=["docker-image-works", "containerd-store-fallback", "fallback-platform-unknown"])
+def test_load_image_falls_back_to_an_archive_of_one_platform(tmp_path, workshop, errors, platform, archive):
+    backend, runner, out, opts = _up(tmp_path, workshop, Cluster(errors=errors))
+    backend.up(opts)
+    image = mockgpu_image()
+    tar = str(tmp_path / "workshop" / "mockgpu-image.tar")
+    assert runner.called("kind", "load", "docker-image", image, "--name", "workshop")
+    assert runner.called("docker", "save", *(platform or []), "-o", tar, image) is archive
+    assert runner.called("kind", "load", "image-archive", tar, "--name", "workshop") is archive
+    assert not Path(tar).exists()  # removed after loading
+    note = ("`kind load docker-image` failed (Command Output: ctr: content digest sha256:82014a3c: not found); "
+            "retrying with `docker save` + `kind load image-archive`")
+    assert (note in out.getvalue()) is archive
+
+
+def test_failed_archive_load_is_one_line_and_leaves_no_tar(tmp_path, workshop):
+    errors = {"kind load docker-image": CTR_ERROR, "kind load image-archive": "ERROR: no space left on device\n"}
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(errors=errors))
+    with pytest.raises(MockgpuError, match="^`kind load image-archive` failed: ERROR: no space left on device$"):
+        backend.up(opts)
+    assert not (tmp_path / "workshop" / "mockgpu-image.tar").exists()
+    assert runner.called("kind", "delete", "cluster")
+
+
+def test_too_old_kind_is_refused_before_the_image_is_built(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster(kind="v0.29.0"))
+    with pytest.raises(MockgpuError, match=r"^kind v0\.29\.0 is older than v0\.31\.0, which published the pinned node "
+                                            r"image kindest/node:v1\.35\.0: install kind v0\.31\.0 or newer"):
+        backend.up(opts)
+    assert not runner.called("docker", "build") and not runner.called("kind", "create", "cluster")
 
 
 def test_down_of_an_unknown_cluster_says_which_exist(tmp_path, workshop):

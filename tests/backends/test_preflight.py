@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from mockgpu.backends.kind import KindBackend
-from mockgpu.backends.kind.preflight import inotify_check, memory_check, preflight
+from mockgpu.backends.kind.images import NODE_IMAGES, NodeImage
+from mockgpu.backends.kind.preflight import inotify_check, kind_check, memory_check, preflight
 from mockgpu.backends.kind.run import Result, Runner
 from mockgpu.backends.kubeconfig import KubeconfigBackend
 
@@ -59,6 +60,40 @@ def test_helm_is_checked_only_for_fake_gpu_operator():
     assert "helm" not in {c.name for c in preflight(runner, nodes=1)}
     helm = next(c for c in preflight(runner, nodes=1, helm=True) if c.name == "helm")
     assert not helm.ok and helm.blocking and "`helm` is not on PATH" in helm.message
+
+
+INSTALL = "(https://kind.sigs.k8s.io/docs/user/quick-start/)"
+LOCAL = NodeImage("", "v0.33.0", local="mockgpu/kind-node:v1.37.2")
+
+
+@pytest.mark.parametrize(("output", "image", "ok", "blocking", "message"), [
+    ("kind v0.31.0 go1.25.5 linux/amd64", "1.35", True, True, "kind v0.31.0"),
+    ("kind v0.33.0 go1.26.8 linux/amd64", "1.35", True, True, "kind v0.33.0"),
+    ("kind v1.0.0 go1.27 darwin/arm64", "1.36", True, True, "kind v1.0.0"),
+    ("kind v0.29.0 go1.24.2 linux/amd64", "1.35", False, True,
+     f"kind v0.29.0 is older than v0.31.0, which published the pinned node image kindest/node:v1.35.0: "
+     f"install kind v0.31.0 or newer {INSTALL}"),
+    ("kind v0.31.0 go1.25.5 linux/amd64", "1.36", False, True,
+     f"kind v0.31.0 is older than v0.32.0, which published the pinned node image kindest/node:v1.36.1: "
+     f"install kind v0.32.0 or newer {INSTALL}"),
+    ("kind v0.31.0-alpha+abc go1.25 linux/amd64", "1.35", False, True,  # a build from before v0.31.0 shipped
+     f"kind v0.31.0-alpha+abc is older than v0.31.0, which published the pinned node image kindest/node:v1.35.0: "
+     f"install kind v0.31.0 or newer {INSTALL}"),
+    ("kind v0.32.0-alpha.12+f00 go1.25 linux/amd64", "1.35", True, True, "kind v0.32.0-alpha.12+f00"),
+    ("kind v0.32.0 go1.25.5 linux/amd64", LOCAL, False, True,
+     f"kind v0.32.0 is older than v0.33.0, which the local node image mockgpu/kind-node:v1.37.2 is assumed to "
+     f"need: install kind v0.33.0 or newer {INSTALL}"),
+    ("kind v0.33.0 go1.26.8 linux/amd64", LOCAL, True, True, "kind v0.33.0"),
+    ("kind version devel", "1.35", False, False,
+     "cannot read the kind version from `kind version` (kind version devel); the node image needs kind v0.31.0 "
+     "or newer"),
+    ("kind v0.20.0 go1.20 linux/amd64", None, True, True, "kind v0.20.0"),  # down/status boot no node: no minimum
+], ids=["same", "newer", "major", "older", "older-than-1.36", "alpha-before-release", "alpha-after-release",
+        "older-than-local", "local", "unparseable-warns", "no-image"])
+def test_kind_version_against_the_node_image(output, image, ok, blocking, message):
+    runner = FakeRunner(lambda a, i: Result(0, output + "\n", ""))
+    check = kind_check(runner, NODE_IMAGES[image] if isinstance(image, str) else image)
+    assert (check.ok, check.blocking, check.message) == (ok, blocking, message)
 
 
 def _proc(tmp_path, watches, instances, avail_kb):

@@ -25,7 +25,7 @@ def _missing() -> str | None:
         return f"Debian chromium not installed at {CHROMIUM_PATH}; .ci/run installs it (apt-get install chromium)"
     for module, what in (("jupyterlab", "JupyterLab"), ("playwright", "Python Playwright")):
         if importlib.util.find_spec(module) is None:
-            return f"{what} is not installed in this environment (pip install -e '.[lab,test]')"
+            return f"{what} is not installed in this environment (pip install -e '.[lab,notebook,test]')"
     return None
 
 

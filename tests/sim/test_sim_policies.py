@@ -117,3 +117,11 @@ def test_plain_function_policy_from_a_notebook_cell():
     # every whole-GPU pod goes to the node with the most idle GPU capacity: n1 first (4000 > 2000),
     # then n1 again (3000 > 2000); at 50 % of 6 GPUs three pods arrived: n1, n1, then tie 2000/2000 -> n0
     assert [(p[1], p[2]) for p in run.state.placements] == [(1, (0,)), (1, (1,)), (0, (0,))]
+
+
+def test_the_cli_names_are_the_registry():
+    """``mockgpu sim`` builds its parser from ``sim.names`` (no numpy); the factories must be those names."""
+    from mockgpu.sim.names import POLICY_NAMES
+    from mockgpu.sim.policies import _FACTORIES
+
+    assert tuple(_FACTORIES) == POLICY_NAMES

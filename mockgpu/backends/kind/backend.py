@@ -19,7 +19,7 @@ import yaml
 
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.kind import fgo
-from mockgpu.backends.kind.config import KindRenderOptions, kind_config
+from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, driver_host_dir, kind_config
 from mockgpu.backends.kind.images import mockgpu_image
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.backends.kind.preflight import first_blocking, preflight
@@ -30,18 +30,44 @@ from mockgpu.backends.kind.render import (
     render_all,
     render_options,
 )
-from mockgpu.backends.kind.run import Progress, Runner
+from mockgpu.backends.kind.run import Progress, Result, Runner
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
 
 WAIT_SECONDS = 180.0
 POLL_SECONDS = 2.0
+# Run in each worker node by `down`: stop what writes into the driver folder, then empty it (not the mount).
+_EMPTY_DRIVER_DIR = (
+    "systemctl stop kubelet >/dev/null 2>&1; crictl rmp --all --force >/dev/null 2>&1; "
+    f"find {DRIVER_DIR} -mindepth 1 -delete"
+)
 
 
 def checkout_root() -> Path:
     """The mockgpu checkout the image is built from (the folder holding the Dockerfile)."""
     return Path(__file__).resolve().parents[3]
+
+
+def _last_line(res: Result) -> str:
+    lines = [ln.strip() for ln in (res.stderr or res.stdout).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else f"exit code {res.returncode}"
+
+
+def remove_tree(path: Path) -> list[Path]:
+    """Remove ``path`` like ``rm -rf``; return what could not be removed instead of hiding it."""
+    left: list[Path] = []
+
+    def record(_func, failed, _exc) -> None:
+        left.append(Path(failed))
+
+    if not path.exists():
+        return []
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=record)
+    else:
+        shutil.rmtree(path, onerror=record)
+    return left
 
 
 def _gpu_allocatable(node: dict) -> dict[str, int]:
@@ -106,7 +132,7 @@ class KindBackend:
         nodes = sum(1 for _ in opts.spec.nodes()) + 1
         progress = Progress(total=6, out=self.out)
         with progress.step("preflight"):
-            checks = preflight(self.runner, nodes=nodes, helm=use_fgo)
+            checks = preflight(self.runner, nodes=nodes, helm=use_fgo, image=kind_opts.node_image)
             for c in checks:
                 progress.note(("ok   " if c.ok else ("FAIL " if c.blocking else "warn ")) + c.message)
             problem = first_blocking(checks)
@@ -122,7 +148,7 @@ class KindBackend:
                 self._create(opts, kind_opts, state, kubeconfig)
             with progress.step("load image" if not use_fgo else "load image (skipped: fake-gpu-operator)"):
                 if not use_fgo:
-                    self.runner.check(["kind", "load", "docker-image", mockgpu_image(), "--name", opts.name])
+                    self._load_image(opts.name, state, progress)
             with progress.step("apply manifests" + (" and helm install fake-gpu-operator" if use_fgo else "")):
                 self._apply(opts, kubeconfig, state)
             with progress.step("wait for GPUs in node allocatable"):
@@ -139,14 +165,22 @@ class KindBackend:
         return ClusterInfo(opts.name, self.name, self._endpoint(kubeconfig, opts.name), kubeconfig, "running")
 
     def down(self, name: str) -> None:
+        """Delete the cluster and its state folder; root-owned driver files are removed from inside the nodes
+        first, and anything still left is reported (one line with ``sudo rm -rf``), never silently kept."""
         problem = self.is_available()
         if problem:
             raise MockgpuError(problem)
         clusters = self._clusters()
         if name not in clusters:
             raise MockgpuError(f"no kind cluster named '{name}' (kind clusters: {', '.join(clusters) or 'none'})")
+        self._empty_driver_dirs(name)
         self.runner.check(["kind", "delete", "cluster", "--name", name])
-        shutil.rmtree(self._state_dir(name), ignore_errors=True)
+        state = self._state_dir(name)
+        left = remove_tree(state)
+        if left:
+            shown = ", ".join(str(p) for p in left[:3]) + (", ..." if len(left) > 3 else "")
+            raise MockgpuError(f"kind cluster '{name}' deleted, but {len(left)} entries under {state} could not be "
+                               f"removed ({shown}; probably created by root in a container): run `sudo rm -rf {state}`")
 
     def list(self) -> list[ClusterInfo]:
         if self.is_available() is not None:
@@ -179,6 +213,42 @@ class KindBackend:
             f"delete it with `mockgpu down --backend kind --name {name}` or choose another name"
         )
 
+    def _load_image(self, name: str, state: Path, progress: Progress) -> None:
+        """``kind load docker-image``; if that fails, ``docker save`` one platform + ``kind load image-archive``.
+
+        With Docker's containerd image store (Docker 29's default, Docker Desktop) ``kind load docker-image``
+        fails with ``ctr: content digest ... not found`` (kind#3795): the saved archive names content of other
+        platforms (or attestations) that ``ctr import --all-platforms`` cannot find. Saving only the daemon's
+        own platform is the workaround kind's maintainers give; a plain ``docker save`` would fail the same way.
+        """
+        image = mockgpu_image()
+        first = self.runner.run(["kind", "load", "docker-image", image, "--name", name], timeout=900)
+        if first.returncode == 0:
+            return
+        progress.note(f"`kind load docker-image` failed ({_last_line(first)}); retrying with `docker save` + "
+                      "`kind load image-archive` (Docker's containerd image store, kind#3795)")
+        platform = self.runner.run(["docker", "version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"], timeout=30)
+        only = ["--platform", platform.stdout.strip()] if platform.returncode == 0 and platform.stdout.strip() else []
+        archive = state / "mockgpu-image.tar"
+        try:
+            self.runner.check(["docker", "save", *only, "-o", str(archive), image], timeout=900)
+            self.runner.check(["kind", "load", "image-archive", str(archive), "--name", name], timeout=900)
+        finally:
+            archive.unlink(missing_ok=True)
+
+    def _empty_driver_dirs(self, name: str) -> None:
+        """Empty every worker's bind-mounted driver folder from inside its kind node, as root.
+
+        The device plugin and the workloads run as root in the node, so what they write into the host's
+        ``<state>/<node>/driver`` is root-owned and a non-root user could not remove it afterwards. The
+        kubelet and the node's pods are stopped first (a training pod rewrites its ledger every step), then
+        the folder's contents go; it is a bind mount, so never the mount point itself. Best effort: a node
+        that is gone or stopped leaves its files to ``remove_tree``'s report.
+        """
+        nodes = self.runner.run(["kind", "get", "nodes", "--name", name]).stdout.split()
+        for node in sorted(n for n in nodes if n.startswith(f"{name}-worker")):
+            self.runner.run(["docker", "exec", node, "sh", "-c", _EMPTY_DRIVER_DIR], timeout=120)
+
     def _build_image(self) -> None:
         root = checkout_root()
         if not (root / "Dockerfile").is_file():
@@ -186,8 +256,14 @@ class KindBackend:
         self.runner.check(["docker", "build", "-t", mockgpu_image(), str(root)], timeout=1800)
 
     def _create(self, opts: UpOptions, kind_opts: KindRenderOptions, state: Path, kubeconfig: Path) -> None:
+        state.mkdir(parents=True, exist_ok=True)
+        state.chmod(0o700)  # only its owner reaches the world-writable driver folders below
         for node in opts.spec.nodes():
-            (state / node.name / "driver").mkdir(parents=True, exist_ok=True)
+            driver = driver_host_dir(state, node.name)
+            driver.mkdir(parents=True, exist_ok=True)
+            # The plugin runs as root with every capability dropped, so it has no DAC override: it may
+            # write into a folder owned by the invoking user only if that folder is writable by all.
+            driver.chmod(0o777)
         if kind_opts.scheduler_source is not None and kind_opts.scheduler_config is not None:
             kind_opts.scheduler_config.parent.mkdir(parents=True, exist_ok=True)
             kind_opts.scheduler_config.write_text(scheduler_config_for_kind(kind_opts.scheduler_source))

@@ -1,8 +1,8 @@
 """The Kubernetes objects that run mockgpu's device plugin on a real cluster: pure functions.
 
-Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged``, the plugin needs
-hostPath and privilege), a ServiceAccount with RBAC for the GPU-state publisher (read pods cluster-wide,
-create/update ConfigMaps in ``mockgpu-system``), ConfigMap ``mockgpu-spec`` (the spec itself),
+Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged``: the plugin needs
+hostPath volumes, which ``baseline`` forbids), a ServiceAccount with RBAC for the GPU-state publisher (read
+pods cluster-wide, create/update ConfigMaps in ``mockgpu-system``), ConfigMap ``mockgpu-spec`` (the spec itself),
 ConfigMap ``mockgpu-node-names`` (cluster node name -> spec node name) and the device-plugin DaemonSet, whose
 pods also run ``mockgpu gpu-state-publisher`` (ConfigMap ``gpu-state-<spec node>``, the embedded kubelet's shape).
 
@@ -127,8 +127,15 @@ def _volumes(node_names: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def _security() -> dict[str, Any]:
+    """As NVIDIA's static manifest (deployments/static/nvidia-device-plugin.yml): registering over a Unix socket
+    needs no privilege. Still uid 0, the owner of the kubelet's socket folder; without capabilities root has no
+    DAC override, hence the world-writable driver folder (docs/kind.md). A fresh dict each call: no YAML anchors."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
 def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
-    """The privileged device-plugin DaemonSet, on every node labelled ``mockgpu.io/node``."""
+    """The device-plugin DaemonSet (unprivileged, no capabilities), on every node labelled ``mockgpu.io/node``."""
     match = [{"key": NODE_LABEL, "operator": "Exists"}, *opts.extra_match]
     container = {
         "name": "device-plugin",
@@ -136,7 +143,7 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "imagePullPolicy": opts.pull_policy,
         "command": ["/bin/sh", "-c", _ENTRYPOINT],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-        "securityContext": {"privileged": True},
+        "securityContext": _security(),
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "volumeMounts": [
             {"name": "device-plugins", "mountPath": PLUGIN_DIR},
@@ -150,6 +157,7 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "imagePullPolicy": opts.pull_policy,
         "command": ["/bin/sh", "-c", _PUBLISHER_ENTRYPOINT],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "securityContext": _security(),
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "volumeMounts": [
             {"name": "device-plugins", "mountPath": PLUGIN_DIR, "readOnly": True},

@@ -1,7 +1,9 @@
 """Checks before creating a kind cluster, each answering in one line what is wrong and the fix.
 
 Blocking: Docker daemon reachable (``docker info``), ``kind`` and ``kubectl`` on PATH (and ``helm`` for
-fake-gpu-operator). Warnings only: inotify limits (kind's known-issues page: "too many open files";
+fake-gpu-operator), and a kind at least as new as the release that published the node image (an older kind
+may not boot a newer node image: kind's release notes tie each image to a release). Warnings only: a kind
+version that cannot be read, inotify limits (kind's known-issues page: "too many open files";
 raise ``fs.inotify.max_user_watches`` to 524288 and ``max_user_instances`` to 512) and free memory
 (a heuristic of about 1 GiB per kind node plus 1 GiB for building the image; not measured here).
 """
@@ -12,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mockgpu.backends.kind.images import NodeImage
 from mockgpu.backends.kind.run import Runner
 
 INOTIFY_WATCHES = 524288
@@ -46,8 +49,42 @@ def _tool(r: Runner, tool: str, args: list[str], pattern: str, install: str) -> 
     return Check(tool, True, f"{tool} {m.group(1) if m else 'version unknown'}")
 
 
-def kind_check(r: Runner) -> Check:
-    return _tool(r, "kind", ["version"], r"kind (v[\d.]+\S*)", "https://kind.sigs.k8s.io/docs/user/quick-start/")
+KIND_INSTALL = "https://kind.sigs.k8s.io/docs/user/quick-start/"
+_KIND_VERSION = re.compile(r"kind (v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+\S*)?)")
+
+
+def parse_kind_version(text: str) -> tuple[str, tuple[int, int, int, bool]] | None:
+    """``kind v0.31.0-alpha+abc go1.25 linux/amd64`` -> ("v0.31.0-alpha+abc", (0, 31, 0, False)).
+
+    The last key is False for a pre-release, so v0.31.0-alpha sorts before v0.31.0 (semver): a build
+    from before the v0.31.0 release may not know that release's node images.
+    """
+    m = _KIND_VERSION.search(text)
+    if not m:
+        return None
+    return m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5) is None)
+
+
+def kind_check(r: Runner, image: NodeImage | None = None) -> Check:
+    """kind on PATH, and (given the node image) no older than the kind release that image needs."""
+    if r.which("kind") is None:
+        return Check("kind", False, f"`kind` is not on PATH: install it ({KIND_INSTALL})")
+    res = r.run(["kind", "version"], timeout=30)
+    found = parse_kind_version(res.stdout + res.stderr)
+    if found is None:
+        out = (res.stdout + res.stderr).strip().splitlines()
+        need = f"; the node image needs kind {image.kind_release} or newer" if image else ""
+        return Check("kind", False, f"cannot read the kind version from `kind version` "
+                     f"({out[0] if out else 'no output'}){need}", blocking=False)
+    version, key = found
+    if image is not None:
+        need = parse_kind_version(f"kind {image.kind_release}")
+        if need is not None and key < need[1]:
+            why = (f"which published the pinned node image {image.name}" if not image.local
+                   else f"which the local node image {image.name} is assumed to need")
+            return Check("kind", False, f"kind {version} is older than {image.kind_release}, {why}: install kind "
+                         f"{image.kind_release} or newer ({KIND_INSTALL})")
+    return Check("kind", True, f"kind {version}")
 
 
 def kubectl_check(r: Runner) -> Check:
@@ -95,9 +132,11 @@ def memory_check(nodes: int, proc: Path = Path("/proc")) -> Check:
     return Check("memory", True, f"{avail / GIB:.1f} GiB memory available", blocking=False)
 
 
-def preflight(r: Runner, nodes: int, helm: bool = False, proc: Path = Path("/proc")) -> list[Check]:
-    """All checks in order; Docker first so a machine without it fails fast with one line."""
-    checks = [docker_check(r), kind_check(r), kubectl_check(r)]
+def preflight(r: Runner, nodes: int, helm: bool = False, proc: Path = Path("/proc"),
+              image: NodeImage | None = None) -> list[Check]:
+    """All checks in order; Docker first so a machine without it fails fast with one line. ``image`` is the
+    node image ``up`` will use (its kind release is checked); None for commands that boot no node."""
+    checks = [docker_check(r), kind_check(r, image), kubectl_check(r)]
     if helm:
         checks.append(helm_check(r))
     return [*checks, inotify_check(proc), memory_check(nodes, proc)]

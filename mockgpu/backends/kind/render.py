@@ -15,7 +15,7 @@ import yaml
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.kind import fgo
 from mockgpu.backends.kind.config import KindRenderOptions, kind_config, kind_node_names
-from mockgpu.backends.kind.images import mockgpu_image
+from mockgpu.backends.kind.images import mockgpu_image, node_image
 from mockgpu.backends.kind.manifests import PluginManifestOptions, namespace, plugin_manifests
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.errors import MockgpuError
@@ -55,8 +55,9 @@ def render_options(opts: UpOptions, state_dir: Path | None = None) -> KindRender
     if source is not None:
         scheduler_config_for_kind(source)  # a bad file fails here, before any side effect
         mounted = state / "scheduler-config.yaml"
+    # The node image is chosen here, once: preflight checks the kind version against it, the config names it.
     return KindRenderOptions(name=opts.name, state_dir=state, scheduler_config=mounted, scheduler_source=source,
-                             device_plugin=opts.device_plugin)
+                             image=node_image(), device_plugin=opts.device_plugin)
 
 
 def cluster_manifests(opts: UpOptions) -> list[dict[str, Any]]:

@@ -21,13 +21,14 @@ from mockgpu.control.kubelet.publisher import GpuStatePublisher, ensure_namespac
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.gpu.state import DeviceAllocation, StateInputs, device_uuid
+from mockgpu.helptext import describe
 
 DEFAULT_CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gpu-state-publisher", help="publish a node's GPU state as ConfigMap gpu-state-<node>",
-                       description=__doc__.split("\n")[0])
+                       description=describe(__doc__))
     p.add_argument("--node", required=True, help="spec node name (<pool>-<n>): names the ConfigMap")
     p.add_argument("--driver-dir", required=True, help="the node's fake driver directory")
     p.add_argument("--kube-node", help="the cluster's name for the node (default: --node)")
