@@ -65,3 +65,14 @@ def test_context_builds_a_wheel_with_the_data_and_commands(tmp_path):
     runtime = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
     assert runtime and not [ln for ln in runtime if re.search(r"numpy|matplotlib|ipywidgets|tqdm", ln)]
     assert any(re.match(r"Requires-Dist: numpy.*extra == \"notebook\"", ln) for ln in meta.splitlines())
+
+
+def test_nothing_imports_the_kubernetes_aio_client_the_image_drops():
+    """The Dockerfile deletes kubernetes/aio (68 MB) from the image: mockgpu must use the sync client only."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "mockgpu").rglob("*.py")
+        if re.search(r"\bkubernetes\.aio\b|from kubernetes import .*\baio\b", path.read_text())
+    ]
+    assert offenders == []
+    assert "kubernetes.__file__), 'aio')" in (ROOT / "Dockerfile").read_text()
