@@ -54,6 +54,7 @@ def _default_node_image(monkeypatch):
     """Render with the default pinned node image whatever the developer's shell exports."""
     monkeypatch.delenv("MOCKGPU_KIND_K8S_VERSION", raising=False)
     monkeypatch.delenv("MOCKGPU_KIND_NODE_IMAGE", raising=False)
+    monkeypatch.delenv("MOCKGPU_PYTHON_BASE", raising=False)
 
 
 @pytest.fixture

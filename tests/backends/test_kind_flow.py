@@ -90,7 +90,7 @@ def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
              first(*kubectl, "apply"), first(*kubectl, "get", "nodes")]
     assert steps == sorted(steps)
     build = next(c for c in runner.calls if c[:2] == ["docker", "build"])
-    assert build[3] == mockgpu_image()
+    assert build[2:4] == ["-t", mockgpu_image()]
     create = next(c for c in runner.calls if c[:3] == ["kind", "create", "cluster"])
     config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
     assert create[create.index("--config") + 1] == str(tmp_path / "workshop" / "kind-config.yaml")
@@ -299,3 +299,11 @@ def test_up_writes_the_scheduler_file_it_mounts(tmp_path, workshop):
     mounted = config["nodes"][0]["extraMounts"][0]["hostPath"]
     generated = yaml.safe_load(Path(mounted).read_text())
     assert generated["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"
+
+
+def test_a_local_python_base_is_passed_as_the_build_argument(tmp_path, workshop, monkeypatch):
+    monkeypatch.setenv("MOCKGPU_PYTHON_BASE", "mockgpu/python-base:bookworm")
+    backend, runner, _, opts = _up(tmp_path, workshop, Cluster())
+    backend.up(opts)
+    build = next(c for c in runner.calls if c[:2] == ["docker", "build"])
+    assert build[2:6] == ["--build-arg", "BASE=mockgpu/python-base:bookworm", "-t", mockgpu_image()]

@@ -10,6 +10,7 @@ half-created cluster is deleted unless ``retain`` is set.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -36,6 +37,7 @@ from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
 
 WAIT_SECONDS = 180.0
+PYTHON_BASE_ENV = "MOCKGPU_PYTHON_BASE"
 POLL_SECONDS = 2.0
 # Run in each worker node by `down`: stop what writes into the driver folder, then empty it (not the mount).
 _EMPTY_DRIVER_DIR = (
@@ -253,7 +255,11 @@ class KindBackend:
         root = checkout_root()
         if not (root / "Dockerfile").is_file():
             raise MockgpuError(f"the mockgpu image is built from a checkout, but {root}/Dockerfile does not exist")
-        self.runner.check(["docker", "build", "-t", mockgpu_image(), str(root)], timeout=1800)
+        # $MOCKGPU_PYTHON_BASE: a local Python base image where python:3.11-slim cannot be pulled (CI builds one
+        # from Debian packages with scripts/kind-images); the Dockerfile's ARG BASE defaults to the public one.
+        base = os.environ.get(PYTHON_BASE_ENV)
+        build_arg = ["--build-arg", f"BASE={base}"] if base else []
+        self.runner.check(["docker", "build", *build_arg, "-t", mockgpu_image(), str(root)], timeout=1800)
 
     def _create(self, opts: UpOptions, kind_opts: KindRenderOptions, state: Path, kubeconfig: Path) -> None:
         state.mkdir(parents=True, exist_ok=True)
