@@ -1,43 +1,204 @@
-"""End to end on a real kind cluster: needs a Docker engine, kind and kubectl (skipped elsewhere).
+"""End to end on a real kind cluster: the workshop spec, the real kubelets' device managers, real containers.
 
-Creates the workshop cluster, checks every GPU node's allocatable, deletes it again. Slow (minutes).
+Needs a Docker engine, kind and kubectl (skipped elsewhere, saying which). kind comes from ``PATH`` or from
+the upstream build (``scripts/upstream-build``); where no registry can be reached, the node image and the
+mockgpu image's Python base are the ones ``scripts/kind-images`` builds (``$MOCKGPU_KIND_NODE_IMAGE``,
+``$MOCKGPU_PYTHON_BASE``; taken automatically when those local images exist). One cluster for the module:
+creating it takes minutes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.kind import KindBackend
+from mockgpu.backends.upstream import binaries
+from mockgpu.config.inventory import node_inventory
+from mockgpu.deviceplugin.api import api_pb2 as pb
 
 from .conftest import ROOT, spec_at
 
 pytestmark = pytest.mark.kind
 
+NAME = "mockgpu-e2e"
+LOCAL_NODE_IMAGE = "mockgpu/kind-node:" + binaries.versions()["KUBERNETES_VERSION"]
+LOCAL_PYTHON_BASE = "mockgpu/python-base:bookworm"
+
+
+def _docker_has(image: str) -> bool:
+    try:
+        return subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
 
 @pytest.fixture(scope="module")
-def kind_backend():
-    problem = KindBackend().is_available()
+def kind_cluster(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    mp = pytest.MonkeyPatch()
+    upstream_bin = binaries.bin_dir()
+    if (upstream_bin / "kind").is_file():
+        mp.setenv("PATH", f"{upstream_bin}{os.pathsep}{os.environ.get('PATH', '')}")
+    backend = KindBackend()
+    problem = backend.is_available()
     if problem:
+        mp.undo()
         pytest.skip(f"kind end-to-end needs Docker, kind and kubectl: {problem}")
-    return KindBackend()
-
-
-@pytest.mark.timeout(1500)
-def test_workshop_cluster_advertises_gpus(kind_backend, tmp_path):
+    if not os.environ.get("MOCKGPU_KIND_NODE_IMAGE") and _docker_has(LOCAL_NODE_IMAGE):
+        mp.setenv("MOCKGPU_KIND_NODE_IMAGE", LOCAL_NODE_IMAGE)
+    if not os.environ.get("MOCKGPU_PYTHON_BASE") and _docker_has(LOCAL_PYTHON_BASE):
+        mp.setenv("MOCKGPU_PYTHON_BASE", LOCAL_PYTHON_BASE)
     spec = spec_at(ROOT / "clusters" / "workshop.yaml")
-    name = "mockgpu-e2e"
-    info = kind_backend.up(UpOptions(spec=spec, name=name, kubeconfig=tmp_path / "kubeconfig"))
+    kubeconfig = tmp_path_factory.mktemp("kind") / "kubeconfig"
+    if NAME in backend._clusters():  # a run that was killed before its own cleanup
+        backend.down(NAME)
+    t0 = time.monotonic()
+    info = backend.up(UpOptions(spec=spec, name=NAME, kubeconfig=kubeconfig))
+    print(f"kind e2e: workshop cluster up in {time.monotonic() - t0:.0f} s")
     try:
-        out = subprocess.run(["kubectl", "--kubeconfig", str(info.kubeconfig), "get", "nodes", "-o", "json"],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        alloc = {n["metadata"]["labels"].get("mockgpu.io/node"): n["status"]["allocatable"]
-                 for n in json.loads(out)["items"]}
-        assert int(alloc["whole-0"]["nvidia.com/gpu"]) == 4
-        assert int(alloc["shared-0"]["nvidia.com/gpu"]) == 8
-        assert int(alloc["mig-0"]["nvidia.com/mig-1g.10gb"]) == 8
+        yield {"spec": spec, "kubeconfig": info.kubeconfig, "backend": backend}
     finally:
-        kind_backend.down(name)
+        backend.down(NAME)
+        mp.undo()
+
+
+def kubectl(c: dict[str, Any], *args: str, input: str | None = None, check: bool = True) -> str:
+    res = subprocess.run(["kubectl", "--kubeconfig", str(c["kubeconfig"]), *args], input=input,
+                         capture_output=True, text=True, timeout=120)
+    if check and res.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout
+
+
+def wait_for(what: str, fn: Callable[[], Any], timeout: float = 180.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = fn()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1.0)
+
+
+def workload_pod(name: str, node: str, resource: str, count: int, *args: str) -> dict[str, Any]:
+    """A pod running ``mockgpu-workload`` in the mockgpu image (loaded into the nodes by ``up``)."""
+    from mockgpu.backends.kind.images import mockgpu_image
+
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"mockgpu.io/e2e": "true"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {"mockgpu.io/node": node},
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "main", "image": mockgpu_image(), "imagePullPolicy": "Never",
+                "command": ["mockgpu-workload", *args],
+                "resources": {"limits": {resource: str(count)}},
+            }],
+        },
+    }
+
+
+def create(c: dict[str, Any], *pods: dict[str, Any]) -> None:
+    kubectl(c, "apply", "-f", "-", input="\n---\n".join(json.dumps(p) for p in pods))
+
+
+def pod(c: dict[str, Any], name: str) -> dict[str, Any]:
+    return json.loads(kubectl(c, "get", "pod", name, "-o", "json"))
+
+
+def logs(c: dict[str, Any], name: str) -> str:
+    return kubectl(c, "logs", name, check=False)
+
+
+def phase_is(c: dict[str, Any], name: str, *phases: str) -> Callable[[], bool]:
+    return lambda: pod(c, name)["status"].get("phase") in phases
+
+
+def log_has(c: dict[str, Any], name: str, text: str) -> Callable[[], bool]:
+    return lambda: text in logs(c, name)
+
+
+def kind_node_of(c: dict[str, Any], spec_node: str) -> str:
+    out = kubectl(c, "get", "nodes", "-l", f"mockgpu.io/node={spec_node}", "-o", "jsonpath={.items[0].metadata.name}")
+    assert out, f"no kind node labelled mockgpu.io/node={spec_node}"
+    return out
+
+
+@pytest.fixture
+def clean(kind_cluster) -> Iterator[dict[str, Any]]:
+    yield kind_cluster
+    kubectl(kind_cluster, "delete", "pods", "-l", "mockgpu.io/e2e=true", "--wait=true", "--timeout=120s", check=False)
+
+
+def test_every_node_advertises_its_whole_mig_and_time_sliced_resources(kind_cluster) -> None:
+    nodes = json.loads(kubectl(kind_cluster, "get", "nodes", "-o", "json"))["items"]
+    alloc = {n["metadata"]["labels"].get("mockgpu.io/node"): n["status"]["allocatable"] for n in nodes}
+    gpus = {node: {k: int(v) for k, v in a.items() if k.startswith("nvidia.com/")} for node, a in alloc.items()}
+    assert gpus["whole-0"] == {"nvidia.com/gpu": 4}
+    assert gpus["shared-0"] == {"nvidia.com/gpu": 8}  # 2 GPUs x 4 replicas
+    assert gpus["mig-0"] == {"nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}
+    assert gpus[None] == {}  # the control-plane node has no plugin
+
+
+def _checkpoint(node: str) -> dict[str, Any]:
+    """The kubelet's device manager checkpoint in a kind node: which devices it gave each container."""
+    out = subprocess.run(["docker", "exec", node, "cat", "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return json.loads(out)["Data"]
+
+
+def test_visible_devices_in_a_real_container_are_the_ones_allocate_returned(clean) -> None:
+    c = clean
+    create(c, workload_pod("inspect2", "whole-0", "nvidia.com/gpu", 2, "inspect"))
+    wait_for("inspect2 Succeeded", phase_is(c, "inspect2", "Succeeded", "Failed"))
+    out = logs(c, "inspect2")
+    assert pod(c, "inspect2")["status"]["phase"] == "Succeeded", out
+    uid = pod(c, "inspect2")["metadata"]["uid"]
+    (entry,) = [e for e in _checkpoint(kind_node_of(c, "whole-0"))["PodDeviceEntries"] if e["PodUID"] == uid]
+    response = pb.ContainerAllocateResponse.FromString(base64.b64decode(entry["AllocResp"]))
+    given = response.envs["NVIDIA_VISIBLE_DEVICES"].split(",")
+    # DeviceIDs are keyed by NUMA node ("-1": none); whole GPUs' device IDs are their UUIDs
+    assert sorted(given) == sorted(d for ids in entry["DeviceIDs"].values() for d in ids)
+    assert f"NVIDIA_VISIBLE_DEVICES={response.envs['NVIDIA_VISIBLE_DEVICES']}" in out.splitlines()
+    inventory = {g.uuid: g for g in node_inventory(c["spec"], "whole-0").gpus}
+    assert set(given) <= set(inventory) and len(given) == 2
+    smi = [ln for ln in out.splitlines() if ln.startswith("GPU ")]
+    assert len(smi) == 2 and all(any(u in ln for u in given) for ln in smi), out
+    assert "CUDA devices: 2" in out
+
+
+def test_time_slicing_oom_kills_the_neighbour_and_mig_does_not(clean) -> None:
+    c = clean
+    hold = ("--interval", "0.2", "--duration", "0", "--log-every", "1000")
+    # lab 07's order: a big pod on GPU 0, one inference replica per GPU; the second lands next to big
+    create(c, workload_pod("big", "shared-0", "nvidia.com/gpu", 1, "train", "--memory", "59GiB", *hold))
+    wait_for("big holds its memory", log_has(c, "big", "holds 59.00 GiB"))
+    serve = ("train", "--memory", "20GiB", "--retry-alloc", "2GiB", *hold)
+    create(c, workload_pod("serve-a", "shared-0", "nvidia.com/gpu", 1, *serve))
+    wait_for("serve-a holds its memory", log_has(c, "serve-a", "holds 20.00 GiB"))
+    create(c, workload_pod("serve-b", "shared-0", "nvidia.com/gpu", 1, *serve))
+    wait_for("serve-b Failed", phase_is(c, "serve-b", "Failed"))
+    assert "CUDA error: out of memory" in logs(c, "serve-b")
+    assert logs(c, "serve-b").split("(")[1].split(")")[0] == logs(c, "big").split("(")[1].split(")")[0]
+    assert pod(c, "big")["status"]["phase"] == "Running"
+    assert pod(c, "serve-a")["status"]["phase"] == "Running"
+    # MIG: the greedy pod exhausts its own instance only
+    create(c, workload_pod("mig-train", "mig-0", "nvidia.com/mig-1g.10gb", 1, "train", "--memory", "5GiB",
+                           "--retry-alloc", "1GiB", *hold))
+    wait_for("mig-train holds its memory", log_has(c, "mig-train", "holds 5.00 GiB"))
+    create(c, workload_pod("mig-greedy", "mig-0", "nvidia.com/mig-1g.10gb", 1, "infer", "--kv-step", "1GiB",
+                           "--interval", "0.05"))
+    wait_for("mig-greedy Failed", phase_is(c, "mig-greedy", "Failed"))
+    assert "CUDA error: out of memory" in logs(c, "mig-greedy")
+    time.sleep(2)  # several of mig-train's steps after its neighbour's OOM
+    assert pod(c, "mig-train")["status"]["phase"] == "Running"
