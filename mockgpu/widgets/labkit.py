@@ -8,7 +8,9 @@ one started by ``mockgpu up``) and only deletes the pods, Jobs and Deployments i
 Deployment (``submit_deployment``), whose controller-made pods ``pods_of``/``wait_pods`` find by the Job's
 ``batch.kubernetes.io/job-name`` label or the Deployment's selector (their names end in a random suffix).
 With ``$MOCKGPU_BACKEND=upstream`` the lab's own cluster runs on the real control plane instead
-(``mockgpu.backends.upstream``), the same way.
+(``mockgpu.backends.upstream``), the same way; with ``$MOCKGPU_BACKEND=kind`` it is a kind cluster made from
+the lab's spec (``mockgpu.backends.kind``: real kubelets, real containers of the mockgpu image), deleted at
+``close``.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class LabCluster:
         self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
         self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
         self.backend = os.environ.get("MOCKGPU_BACKEND", "embedded") if not self.external else "external"
+        self.image: tuple[str, str] | None = None  # (image, pull policy) the backend's nodes need, if any
 
     @property
     def up_command(self) -> str:
@@ -114,6 +117,8 @@ class LabCluster:
             return self
         if self.backend == "upstream" and self.control_plane:
             return self._start_upstream()
+        if self.backend == "kind" and self.control_plane:
+            return self._start_kind()
         from mockgpu.backends.embedded import EmbeddedCluster
         from mockgpu.backends.embedded.cluster import destroy
         from mockgpu.backends.embedded.daemon import running_endpoint
@@ -148,14 +153,44 @@ class LabCluster:
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command + " --backend upstream")
         return self
 
+    def _start_kind(self) -> LabCluster:
+        """The lab's spec as a kind cluster (``MOCKGPU_BACKEND=kind``; Docker, kind and kubectl needed). Its
+        workloads run in real containers of the mockgpu image that ``up`` loads into the nodes."""
+        from mockgpu.backends.base import UpOptions
+        from mockgpu.backends.kind import KindBackend
+        from mockgpu.backends.kind.images import mockgpu_image
+
+        backend = KindBackend()
+        problem = backend.is_available()
+        if problem:
+            raise MockgpuError(f"MOCKGPU_BACKEND=kind: {problem}")
+        if self.name in backend._clusters():  # whatever an earlier or crashed run of this lab left
+            backend.down(self.name)
+        info = backend.up(UpOptions(spec=self.spec, name=self.name))
+        self.cluster = _KindLabCluster(backend, self.name)
+        self.client = connect(info.kubeconfig, up_command=self.up_command + " --backend kind")
+        self.image = (mockgpu_image(), "Never")  # kind-loaded, never pulled
+        return self
+
+    def _placed(self, manifest: Obj) -> Obj:
+        """``manifest`` with this backend's workload image: on kind the loaded mockgpu image (the embedded and
+        upstream backends' kubelets run the command whatever the image says)."""
+        if self.image is None:
+            return manifest
+        spec = manifest["spec"]
+        pod_spec = spec["template"]["spec"] if "template" in spec else spec
+        for container in pod_spec["containers"]:
+            container["image"], container["imagePullPolicy"] = self.image
+        return manifest
+
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
                command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None) -> Obj:
         """Create a workload Pod (labelled as the lab's) and return it as the API server stored it."""
         assert self.client is not None
-        return self.client.create_pod(pod_manifest(Submission(scenario, gpus, resource, scheduler, name,
-                                                              args=tuple(args), command=tuple(command),
-                                                              node_selector=tuple((node_selector or {}).items()))))
+        return self.client.create_pod(self._placed(pod_manifest(Submission(
+            scenario, gpus, resource, scheduler, name, args=tuple(args), command=tuple(command),
+            node_selector=tuple((node_selector or {}).items())))))
 
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
@@ -163,7 +198,8 @@ class LabCluster:
         """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions))
+        return self.client.create_job(self._placed(job_manifest(sub, parallelism=parallelism,
+                                                                completions=completions)))
 
     def submit_deployment(self, name: str, scenario: str = "infer", gpus: int | str = 1, *, replicas: int = 1,
                           resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
@@ -171,7 +207,7 @@ class LabCluster:
         """Create an apps/v1 Deployment of ``replicas`` pods (labelled as the lab's) and return it."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_deployment(deployment_manifest(sub, replicas))
+        return self.client.create_deployment(self._placed(deployment_manifest(sub, replicas)))
 
     def scale(self, name: str, replicas: int, namespace: str = "default") -> Obj:
         """Set a Deployment's replicas (its ``/scale`` subresource, as ``kubectl scale`` does)."""
@@ -281,3 +317,13 @@ class LabCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _KindLabCluster:
+    """What ``LabCluster.close`` calls ``delete`` on for a kind cluster."""
+
+    def __init__(self, backend: Any, name: str) -> None:
+        self.backend, self.name = backend, name
+
+    def delete(self) -> None:
+        self.backend.down(self.name)

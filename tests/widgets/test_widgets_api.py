@@ -14,7 +14,7 @@ from widget_objects import alloc, gpu, proc, state_cm
 
 from mockgpu.widgets import ClusterGone, ClusterMap, LabCluster, MemoryView, PodInspector, SubmitPanel, connect
 from mockgpu.widgets.panels import PendingTimeline
-from mockgpu.widgets.submit import Submission
+from mockgpu.widgets.submit import Submission, deployment_manifest, job_manifest, pod_manifest
 
 G0 = gpu(0)["uuid"]
 
@@ -178,3 +178,25 @@ def test_with_mockgpu_kubeconfig_a_lab_uses_that_cluster_and_deletes_only_its_ow
             lab.submit("lab-pod", "inspect", 1)
         names = [p["metadata"]["name"] for p in owner.client.list_pods("default")]
         assert names == ["not-a-lab-pod"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pod_manifest(Submission("inspect", 1, name="p")),
+        lambda: job_manifest(Submission("train", 1, name="j")),
+        lambda: deployment_manifest(Submission("infer", 1, name="d"), 2),
+    ],
+    ids=["pod", "job", "deployment"],
+)
+def test_on_kind_a_lab_runs_its_workloads_in_the_loaded_mockgpu_image(make):
+    """kind nodes run real containers: the lab's manifests name the image ``up`` loaded, never pulled."""
+    from mockgpu.backends.kind.images import mockgpu_image
+
+    lab = LabCluster("clusters/seed-4x2.yaml", name="unused")
+    untouched = make()
+    assert lab._placed(make()) == untouched  # embedded/upstream: the kubelets ignore the image
+    lab.image = (mockgpu_image(), "Never")
+    placed = lab._placed(make())
+    spec = placed["spec"]["template"]["spec"] if "template" in placed["spec"] else placed["spec"]
+    assert [(c["image"], c["imagePullPolicy"]) for c in spec["containers"]] == [(mockgpu_image(), "Never")]
