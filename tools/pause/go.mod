@@ -1,0 +1,3 @@
+module mockgpu.local/tools/pause
+
+go 1.22
