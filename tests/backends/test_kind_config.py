@@ -154,6 +154,19 @@ def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, work
     jsonschema.validate(config, KIND_SCHEMA)
 
 
+def test_machine_patches_are_absent_by_default(workshop):
+    assert "kubeadmConfigPatches" not in _render(workshop)
+
+
+def test_cgroup_v1_and_skipped_phases_become_kubeadm_patches(workshop):
+    config = _render(workshop, cgroup_v1=True, skip_phases=("addon/coredns",))
+    docs = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    assert {"kind": "KubeletConfiguration", "failCgroupV1": False} in docs
+    # a merge patch replaces kind's list, so kind's own "preflight" must stay in it
+    assert {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]} in docs
+    jsonschema.validate(config, KIND_SCHEMA)
+
+
 @pytest.mark.parametrize("key", ["node-role.kubernetes.io/worker", "kubernetes.io/role", "k8s.io/x"])
 def test_labels_the_kubelet_may_not_set_are_refused(key):
     spec = _spec({"name": "gpu", "labels": {key: "x"}})

@@ -9,6 +9,7 @@ half-created cluster is deleted unless ``retain`` is set.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
 
+SKIP_PHASES_LABEL = "mockgpu.node-image.kubeadm-skip-phases"
 WAIT_SECONDS = 180.0
 PYTHON_BASE_ENV = "MOCKGPU_PYTHON_BASE"
 POLL_SECONDS = 2.0
@@ -261,7 +263,20 @@ class KindBackend:
         build_arg = ["--build-arg", f"BASE={base}"] if base else []
         self.runner.check(["docker", "build", *build_arg, "-t", mockgpu_image(), str(root)], timeout=1800)
 
+    def _machine_options(self, kind_opts: KindRenderOptions) -> KindRenderOptions:
+        """The kubeadm patches this Docker host and node image need (see config.py): cgroup v1, and the
+        init phases a node image says it cannot serve (label mockgpu.node-image.kubeadm-skip-phases,
+        set by scripts/kind-node-image)."""
+        info = self.runner.run(["docker", "info", "--format", "{{.CgroupVersion}}"])
+        cgroup_v1 = info.returncode == 0 and info.stdout.strip() == "1"
+        label = self.runner.run(["docker", "image", "inspect", "-f",
+                                 '{{index .Config.Labels "' + SKIP_PHASES_LABEL + '"}}', kind_opts.node_image.ref])
+        value = label.stdout.strip() if label.returncode == 0 else ""
+        phases = tuple(p.strip() for p in value.split(",") if p.strip() and value != "<no value>")
+        return dataclasses.replace(kind_opts, cgroup_v1=cgroup_v1, skip_phases=phases)
+
     def _create(self, opts: UpOptions, kind_opts: KindRenderOptions, state: Path, kubeconfig: Path) -> None:
+        kind_opts = self._machine_options(kind_opts)
         state.mkdir(parents=True, exist_ok=True)
         state.chmod(0o700)  # only its owner reaches the world-writable driver folders below
         for node in opts.spec.nodes():

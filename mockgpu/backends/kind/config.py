@@ -7,6 +7,12 @@ GPU labels (applied by kind through the kubelet), taints through a kubeadm ``Joi
 patch, and the node's fake-driver state directory bind-mounted at ``DRIVER_DIR``. A
 KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with a
 kubeadm ``ClusterConfiguration`` patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
+
+Two patches depend on the machine and the node image rather than the spec (the backend fills them in):
+``cgroup_v1`` (Docker reports cgroup v1: kubelet >= 1.35 refuses to start there unless its
+KubeletConfiguration says ``failCgroupV1: false``) and ``skip_phases`` (kubeadm init phases the node
+image cannot serve, e.g. ``addon/coredns`` for scripts/kind-node-image's offline image, which has no
+CoreDNS image; ``preflight`` stays skipped, as kind always does).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class KindRenderOptions:
     scheduler_source: Path | None = None  # the spec's file it is generated from (see scheduler.py)
     image: NodeImage | None = None
     device_plugin: str = "mockgpu"  # or "fake-gpu-operator"
+    cgroup_v1: bool = False  # the Docker host runs cgroup v1: tell the kubelet not to refuse it
+    skip_phases: tuple[str, ...] = ()  # more kubeadm init phases to skip, e.g. ("addon/coredns",)
 
     @property
     def node_image(self) -> NodeImage:
@@ -123,5 +131,14 @@ def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
             {"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
         ]
         config["kubeadmConfigPatches"] = [_scheduler_patch()]
+    patches = config.setdefault("kubeadmConfigPatches", [])
+    if opts.cgroup_v1:
+        patches.append(_patch({"kind": "KubeletConfiguration", "failCgroupV1": False}))
+    if opts.skip_phases:
+        # a merge patch replaces the list: keep kind's own "preflight"
+        phases = ["preflight", *[p for p in opts.skip_phases if p != "preflight"]]
+        patches.append(_patch({"kind": "InitConfiguration", "skipPhases": phases}))
+    if not patches:
+        del config["kubeadmConfigPatches"]
     config["nodes"] = [control] + [_worker(spec, n, opts) for n in spec.nodes()]
     return config
