@@ -307,3 +307,31 @@ def test_a_local_python_base_is_passed_as_the_build_argument(tmp_path, workshop,
     backend.up(opts)
     build = next(c for c in runner.calls if c[:2] == ["docker", "build"])
     assert build[2:6] == ["--build-arg", "BASE=mockgpu/python-base:bookworm", "-t", mockgpu_image()]
+
+
+class CgroupV1Host(Cluster):
+    """Docker on cgroup v1, and a node image (scripts/kind-node-image) that has no CoreDNS image."""
+
+    def __call__(self, args, stdin):
+        cmd = " ".join(args)
+        if cmd == "docker info --format {{.CgroupVersion}}":
+            return Result(0, "1\n", "")
+        if cmd.startswith("docker image inspect") and "kubeadm-skip-phases" in cmd:
+            return Result(0, "addon/coredns\n", "")
+        return super().__call__(args, stdin)
+
+
+def test_up_adds_the_patches_the_docker_host_and_node_image_need(tmp_path, workshop):
+    backend, runner, out, opts = _up(tmp_path, workshop, CgroupV1Host())
+    backend.up(opts)
+    config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
+    patches = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    assert {"kind": "KubeletConfiguration", "failCgroupV1": False} in patches
+    assert {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]} in patches
+
+
+def test_up_adds_no_patches_on_cgroup_v2_with_a_complete_node_image(tmp_path, workshop):
+    backend, runner, out, opts = _up(tmp_path, workshop, Cluster())  # docker info says "28.2.2", no label
+    backend.up(opts)
+    config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
+    assert "kubeadmConfigPatches" not in config
