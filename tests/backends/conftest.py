@@ -57,6 +57,15 @@ def _default_node_image(monkeypatch):
     monkeypatch.delenv("MOCKGPU_PYTHON_BASE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _complete_capabilities(monkeypatch):
+    """Scripted-runner tests do not depend on this machine's capability bounding set (a sandbox may lack
+    some); test_preflight checks the privileged-container check with explicit sets."""
+    from mockgpu.backends.kind import preflight
+
+    monkeypatch.setattr(preflight, "missing_capabilities", lambda proc=None: [])
+
+
 @pytest.fixture
 def workshop():
     return load_spec(ROOT / "clusters" / "workshop.yaml")

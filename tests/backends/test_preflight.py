@@ -8,8 +8,16 @@ import stat
 import pytest
 
 from mockgpu.backends.kind import KindBackend
+from mockgpu.backends.kind import preflight as preflight_module
 from mockgpu.backends.kind.images import NODE_IMAGES, NodeImage
-from mockgpu.backends.kind.preflight import inotify_check, kind_check, memory_check, preflight
+from mockgpu.backends.kind.preflight import (
+    inotify_check,
+    kind_check,
+    memory_check,
+    missing_capabilities,
+    preflight,
+    privileged_check,
+)
 from mockgpu.backends.kind.run import Result, Runner
 from mockgpu.backends.kubeconfig import KubeconfigBackend
 
@@ -130,3 +138,31 @@ def test_this_machine_answers_without_raising():
     """Whatever this machine has, the answer is None or exactly one line."""
     msg = KindBackend().is_available()
     assert msg is None or (msg and "\n" not in msg), os.environ.get("PATH")
+
+
+@pytest.mark.parametrize(("capbnd", "missing"), [
+    ("000001ffffffffff", []),
+    ("000001fffeffffff", ["CAP_SYS_RESOURCE"]),  # this sandbox
+    ("000001fffedfffff", ["CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"]),
+    ("000003ffffffffff", []),  # a newer kernel's extra bits are not ours to ask for
+], ids=["complete", "no-sys-resource", "two-missing", "newer-kernel"])
+def test_missing_capabilities_read_from_the_bounding_set(tmp_path, capbnd, missing):
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "status").write_text(f"Name:\tpython\nCapBnd:\t{capbnd}\nCapAmb:\t0\n")
+    assert missing_capabilities(tmp_path) == missing
+
+
+@pytest.mark.parametrize(("missing", "runtime", "ok"), [
+    ([], "runc", True),
+    (["CAP_SYS_RESOURCE"], "runc", False),
+    (["CAP_SYS_RESOURCE"], "mockgpu-runc", True),
+], ids=["complete", "short-plain-runc", "short-capfilter"])
+def test_privileged_containers_need_the_capfilter_runtime_where_capabilities_are_missing(
+        monkeypatch, missing, runtime, ok):
+    monkeypatch.setattr(preflight_module, "missing_capabilities", lambda proc=None: missing)
+    runner = FakeRunner(lambda args, _input: Result(0, runtime + "\n", ""))
+    check = privileged_check(runner)
+    assert check.ok is ok and "\n" not in check.message
+    if not ok:
+        assert check.blocking and "CAP_SYS_RESOURCE" in check.message
+        assert "scripts/docker-engine capfilter" in check.message

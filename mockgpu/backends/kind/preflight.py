@@ -132,11 +132,51 @@ def memory_check(nodes: int, proc: Path = Path("/proc")) -> Check:
     return Check("memory", True, f"{avail / GIB:.1f} GiB memory available", blocking=False)
 
 
+# linux/capability.h, 0..40: what Docker asks runc for in a --privileged container (every kind node)
+CAPABILITIES = (
+    "CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE "
+    "NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT "
+    "SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP "
+    "MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE"
+).split()
+CAPFILTER_RUNTIME = "mockgpu-runc"  # scripts/runc-capfilter, installed by `scripts/docker-engine capfilter`
+
+
+def missing_capabilities(proc: Path = Path("/proc")) -> list[str]:
+    """Capabilities absent from this process's bounding set (a sandboxed machine); [] where unknown."""
+    try:
+        m = re.search(r"^CapBnd:\s*([0-9a-f]+)$", (proc / "self/status").read_text(), re.M)
+    except OSError:
+        return []
+    if not m:
+        return []
+    bounding = int(m.group(1), 16)
+    return [f"CAP_{name}" for i, name in enumerate(CAPABILITIES) if not (bounding >> i) & 1]
+
+
+def privileged_check(r: Runner, proc: Path = Path("/proc")) -> Check:
+    """kind runs its nodes ``--privileged``: Docker asks runc for every capability, and where the machine's
+    bounding set lacks one (a sandbox) runc fails with ``unable to apply caps: operation not permitted``."""
+    missing = missing_capabilities(proc)
+    if not missing:
+        return Check("privileged", True, "capability bounding set complete: privileged containers can start")
+    res = r.run(["docker", "info", "--format", "{{.DefaultRuntime}}"], timeout=30)
+    if res.returncode == 0 and res.stdout.strip() == CAPFILTER_RUNTIME:
+        return Check("privileged", True, f"{', '.join(missing)} missing here; Docker's default runtime "
+                     f"{CAPFILTER_RUNTIME} drops it from privileged containers")
+    return Check("privileged", False, f"this machine's capability bounding set lacks {', '.join(missing)}, so "
+                 "Docker cannot start kind's privileged node containers: run `scripts/docker-engine capfilter` "
+                 f"as root (makes {CAPFILTER_RUNTIME}, runc minus those capabilities, Docker's default runtime)")
+
+
 def preflight(r: Runner, nodes: int, helm: bool = False, proc: Path = Path("/proc"),
               image: NodeImage | None = None) -> list[Check]:
     """All checks in order; Docker first so a machine without it fails fast with one line. ``image`` is the
     node image ``up`` will use (its kind release is checked); None for commands that boot no node."""
-    checks = [docker_check(r), kind_check(r, image), kubectl_check(r)]
+    checks = [docker_check(r)]
+    if checks[0].ok:
+        checks.append(privileged_check(r, proc))
+    checks += [kind_check(r, image), kubectl_check(r)]
     if helm:
         checks.append(helm_check(r))
     return [*checks, inotify_check(proc), memory_check(nodes, proc)]
