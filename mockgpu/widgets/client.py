@@ -43,6 +43,21 @@ def _status_of(exc: Any) -> ApiRefused:
     return ApiRefused(int(exc.status or 0), str(body.get("reason") or exc.reason or ""), message)
 
 
+def with_image(manifest: Obj, image: tuple[str, str] | None) -> Obj:
+    """A copy of the Pod/Job/Deployment ``manifest`` whose containers use ``(image, pull policy)``; the
+    manifest itself when ``image`` is None (the caller's dict is never changed: a lab may print it)."""
+    if image is None:
+        return manifest
+    import copy
+
+    out = copy.deepcopy(manifest)
+    spec = out["spec"]
+    pod_spec = spec["template"]["spec"] if "template" in spec else spec
+    for container in pod_spec.get("containers") or []:
+        container["image"], container["imagePullPolicy"] = image
+    return out
+
+
 class ClusterClient:
     """Lists and creates the objects the widgets need; every call raises ClusterGone or ApiRefused, nothing raw."""
 
@@ -54,6 +69,11 @@ class ClusterClient:
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.up_command = up_command
+        # Set by LabCluster for a backend whose nodes run real containers (kind): (image, pull policy) put on
+        # every container of a pod created here, and the label that marks the spec's nodes (list_nodes shows
+        # only those, not kind's control-plane node). None: manifests and node lists as they are.
+        self.image_override: tuple[str, str] | None = None
+        self.node_label: str | None = None
 
     @property
     def host(self) -> str:
@@ -81,7 +101,8 @@ class ClusterClient:
         return json.loads(resp.data)
 
     def list_nodes(self) -> list[Obj]:
-        return self._json(self.core.list_node)["items"]
+        kw = {"label_selector": self.node_label} if self.node_label else {}
+        return self._json(self.core.list_node, **kw)["items"]
 
     def list_pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         kw = {"label_selector": label_selector} if label_selector else {}
@@ -118,7 +139,7 @@ class ClusterClient:
 
     def create_pod(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.core.create_namespaced_pod, ns, manifest)
+        return self._json(self.core.create_namespaced_pod, ns, with_image(manifest, self.image_override))
 
     def delete_pod(self, namespace: str, name: str, grace_seconds: int = 0) -> None:
         try:
@@ -139,11 +160,11 @@ class ClusterClient:
 
     def create_job(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.batch.create_namespaced_job, ns, manifest)
+        return self._json(self.batch.create_namespaced_job, ns, with_image(manifest, self.image_override))
 
     def create_deployment(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.apps.create_namespaced_deployment, ns, manifest)
+        return self._json(self.apps.create_namespaced_deployment, ns, with_image(manifest, self.image_override))
 
     def get_job(self, namespace: str, name: str) -> Obj:
         return self._json(self.batch.read_namespaced_job, name, namespace)

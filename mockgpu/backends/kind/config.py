@@ -1,12 +1,15 @@
 """From a cluster spec to a kind ``Cluster`` config (``kind.x-k8s.io/v1alpha4``): pure functions.
 
 One control-plane node, then one worker per spec node in ``spec.nodes()`` order. kind names the
-workers ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
-``kind_node_names`` relies on. Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style
-GPU labels (applied by kind through the kubelet), taints through a kubeadm ``JoinConfiguration``
-patch, and the node's fake-driver state directory bind-mounted at ``DRIVER_DIR``. A
-KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with a
-kubeadm ``ClusterConfiguration`` patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
+worker *containers* ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
+``kind_node_names`` relies on; a kubeadm ``JoinConfiguration`` patch (``nodeRegistration.name``) makes
+each one's Kubernetes Node the spec node's name (``gpu-0``), as on the embedded and upstream backends.
+Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style GPU labels (applied by kind through
+the kubelet), taints through the same ``JoinConfiguration`` patch, and the node's fake-driver state
+directory bind-mounted at ``DRIVER_DIR``. kube-scheduler logs as JSON at ``-v=10`` (``SCHEDULER_LOG_ARGS``,
+a kubeadm ``ClusterConfiguration`` patch) so its scores can be read back (``schedresults``). A
+KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with the
+same patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
 
 Two patches depend on the machine and the node image rather than the spec (the backend fills them in):
 ``cgroup_v1`` (Docker reports cgroup v1: kubelet >= 1.35 refuses to start there unless its
@@ -31,7 +34,9 @@ from mockgpu.errors import ConfigError
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
 DRIVER_DIR = "/var/lib/mockgpu/driver"  # inside each kind node (and in the plugin container)
 SCHEDULER_CONFIG = "/etc/kubernetes/mockgpu/scheduler-config.yaml"  # inside the control-plane node
-FGO_POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's nodePoolLabelKey
+FGO_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+# the scheduler's per-node scores are only in its log at -v=10; JSON so schedlog can parse it
+SCHEDULER_LOG_ARGS = {"v": "10", "logging-format": "json"}  # fake-gpu-operator's nodePoolLabelKey
 
 # kubelet refuses to set labels in these namespaces on itself, except the allowed ones below
 # (NodeRestriction rules); kind applies node labels through the kubelet, so catch them early.
@@ -64,7 +69,7 @@ class KindRenderOptions:
 
 
 def kind_node_names(spec: ClusterSpec, name: str) -> dict[str, str]:
-    """kind's node (container) name -> spec node name, for every worker."""
+    """kind's node (container) name -> spec node name, for every worker (its Node is named as the spec node)."""
     out: dict[str, str] = {}
     for i, node in enumerate(spec.nodes()):
         out[f"{name}-worker{i + 1 if i else ''}"] = node.name
@@ -108,17 +113,21 @@ def _worker(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions) -> dict[
     entry["labels"] = labels
     if mounts:
         entry["extraMounts"] = mounts
+    registration: dict[str, Any] = {"name": node.name}  # the Node's name (the container keeps kind's)
     if node.taints:
-        taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
-        entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": {"taints": taints}})]
+        registration["taints"] = [t.model_dump(exclude_defaults=False) for t in node.taints]
+    entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": registration})]
     return entry
 
 
-def _scheduler_patch() -> str:
-    volume = {"name": "mockgpu-scheduler-config", "hostPath": SCHEDULER_CONFIG, "mountPath": SCHEDULER_CONFIG,
-              "readOnly": True, "pathType": "File"}
-    return _patch({"kind": "ClusterConfiguration",
-                   "scheduler": {"extraArgs": {"config": SCHEDULER_CONFIG}, "extraVolumes": [volume]}})
+def _scheduler_patch(config: bool) -> str:
+    """kube-scheduler's flags (map form: kind >= v0.32 converts it to kubeadm v1beta4's list for >= 1.36)."""
+    scheduler: dict[str, Any] = {"extraArgs": dict(SCHEDULER_LOG_ARGS)}
+    if config:
+        volume = {"name": "mockgpu-scheduler-config", "hostPath": SCHEDULER_CONFIG, "mountPath": SCHEDULER_CONFIG,
+                  "readOnly": True, "pathType": "File"}
+        scheduler = {"extraArgs": {"config": SCHEDULER_CONFIG, **SCHEDULER_LOG_ARGS}, "extraVolumes": [volume]}
+    return _patch({"kind": "ClusterConfiguration", "scheduler": scheduler})
 
 
 def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
@@ -130,15 +139,12 @@ def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
         control["extraMounts"] = [
             {"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
         ]
-        config["kubeadmConfigPatches"] = [_scheduler_patch()]
-    patches = config.setdefault("kubeadmConfigPatches", [])
+    patches = config.setdefault("kubeadmConfigPatches", [_scheduler_patch(opts.scheduler_config is not None)])
     if opts.cgroup_v1:
         patches.append(_patch({"kind": "KubeletConfiguration", "failCgroupV1": False}))
     if opts.skip_phases:
         # a merge patch replaces the list: keep kind's own "preflight"
         phases = ["preflight", *[p for p in opts.skip_phases if p != "preflight"]]
         patches.append(_patch({"kind": "InitConfiguration", "skipPhases": phases}))
-    if not patches:
-        del config["kubeadmConfigPatches"]
     config["nodes"] = [control] + [_worker(spec, n, opts) for n in spec.nodes()]
     return config
