@@ -161,7 +161,6 @@ class LabCluster:
         from mockgpu.backends.base import UpOptions
         from mockgpu.backends.kind import KindBackend
         from mockgpu.backends.kind.images import mockgpu_image
-
         from mockgpu.backends.kind.labels import NODE_LABEL
         from mockgpu.backends.kind.schedresults import SchedulerResults
         from mockgpu.control.scheduler.config import load_scheduler_config

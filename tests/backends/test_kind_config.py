@@ -132,11 +132,22 @@ def test_taints_become_a_join_configuration_patch():
         assert w["labels"]["team"] == "a"
         (patch,) = w["kubeadmConfigPatches"]
         assert yaml.safe_load(patch) == {"kind": "JoinConfiguration", "nodeRegistration": {
+            "name": w["labels"]["mockgpu.io/node"],
             "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}
 
 
-def test_nodes_without_taints_get_no_patch(workshop):
-    assert all("kubeadmConfigPatches" not in n for n in _render(workshop)["nodes"])
+def test_each_worker_registers_its_node_under_the_spec_node_name(workshop):
+    """Node gpu-0 as on the embedded and upstream backends (the container keeps kind's name)."""
+    for n in _render(workshop)["nodes"][1:]:
+        (patch,) = n["kubeadmConfigPatches"]
+        assert yaml.safe_load(patch) == {"kind": "JoinConfiguration",
+                                         "nodeRegistration": {"name": n["labels"]["mockgpu.io/node"]}}
+
+
+def test_kube_scheduler_logs_json_at_v10_without_a_scheduler_config(workshop):
+    (patch,) = _render(workshop)["kubeadmConfigPatches"]
+    assert yaml.safe_load(patch) == {"kind": "ClusterConfiguration",
+                                     "scheduler": {"extraArgs": {"v": "10", "logging-format": "json"}}}
 
 
 def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, workshop):
@@ -148,14 +159,15 @@ def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, work
     (patch,) = config["kubeadmConfigPatches"]
     doc = yaml.safe_load(patch)
     assert doc["kind"] == "ClusterConfiguration" and "apiVersion" not in doc
-    assert doc["scheduler"]["extraArgs"] == {"config": SCHEDULER_CONFIG}
+    assert doc["scheduler"]["extraArgs"] == {"config": SCHEDULER_CONFIG, "v": "10", "logging-format": "json"}
     (vol,) = doc["scheduler"]["extraVolumes"]
     assert vol["hostPath"] == vol["mountPath"] == SCHEDULER_CONFIG and vol["readOnly"] is True
     jsonschema.validate(config, KIND_SCHEMA)
 
 
 def test_machine_patches_are_absent_by_default(workshop):
-    assert "kubeadmConfigPatches" not in _render(workshop)
+    docs = [yaml.safe_load(p) for p in _render(workshop)["kubeadmConfigPatches"]]
+    assert [d["kind"] for d in docs] == ["ClusterConfiguration"]  # only the scheduler's log flags
 
 
 def test_cgroup_v1_and_skipped_phases_become_kubeadm_patches(workshop):

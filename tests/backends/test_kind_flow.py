@@ -334,4 +334,5 @@ def test_up_adds_no_patches_on_cgroup_v2_with_a_complete_node_image(tmp_path, wo
     backend, runner, out, opts = _up(tmp_path, workshop, Cluster())  # docker info says "28.2.2", no label
     backend.up(opts)
     config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
-    assert "kubeadmConfigPatches" not in config
+    docs = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    assert [d["kind"] for d in docs] == ["ClusterConfiguration"]  # only the scheduler's log flags

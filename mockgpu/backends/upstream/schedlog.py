@@ -5,9 +5,10 @@ per node ("Plugin scored node for pod"), each node's total ("Calculated node's f
 the raw score of the resource scorers ("Listed internal info for allocatable resources, requested resources
 and score"); at 2 the outcome ("Successfully bound pod to node" / "Unable to schedule pod; no fit;
 waiting"); at 3 the node and pod events its cache saw. ``SchedulerLog`` reads the file incrementally
-and keeps the latest attempt of each pod; ``feed`` takes the same lines from any other source (on kind: the
-scheduler pod's log streamed through the API, ``mockgpu.backends.kind.schedresults``). It does not see per-node filter reasons: kube-scheduler does
-not log them (only the aggregated FailedScheduling message).
+and keeps the latest attempt of each pod; ``feed`` takes the same lines from any other source (on kind:
+the scheduler pod's log streamed through the API, ``mockgpu.backends.kind.schedresults``).
+It does not see per-node filter reasons: kube-scheduler does not log them (only the aggregated
+FailedScheduling message).
 """
 
 from __future__ import annotations
