@@ -10,6 +10,7 @@ nvidia.com/gpu`` where the stored notebook (4 GPU nodes, nothing else) says ``0/
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,10 @@ def test_labs_run_on_kind(tmp_path):
     env, problem = kind_environment()
     if problem:
         pytest.skip(f"labs on kind need Docker, kind and kubectl: {problem}")
-    env.update(MOCKGPU_BACKEND="kind", MOCKGPU_HOME=str(tmp_path / "home"))
+    # the notebook kernels import this checkout (the image kind loads is built from it too), whatever
+    # checkout the environment's mockgpu was installed from
+    env.update(MOCKGPU_BACKEND="kind", MOCKGPU_HOME=str(tmp_path / "home"),
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
     env.pop("MOCKGPU_KUBECONFIG", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
             *(str(ROOT / "labs" / f"{lab}.ipynb") for lab in LABS)]
