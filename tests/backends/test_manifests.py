@@ -73,10 +73,9 @@ def test_daemonset_runs_the_pinned_image_unprivileged_with_the_kubelet_socket_di
 
 
 def test_node_name_map_covers_every_kind_worker(workshop):
-    """The workers' Nodes carry the spec node names (config.py's JoinConfiguration patch)."""
     docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
     names = _by_kind(docs, "ConfigMap", "mockgpu-node-names")["data"]
-    assert names == {n: n for n in kind_node_names(workshop, "workshop").values()}
+    assert names == kind_node_names(workshop, "workshop")
     pod = _by_kind(docs, "DaemonSet")["spec"]["template"]["spec"]
     projected = next(v for v in pod["volumes"] if v["name"] == "mockgpu-config")["projected"]["sources"]
     paths = [i["path"] for s in projected for i in s["configMap"]["items"]]

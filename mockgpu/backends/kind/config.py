@@ -2,8 +2,7 @@
 
 One control-plane node, then one worker per spec node in ``spec.nodes()`` order. kind names the
 worker *containers* ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
-``kind_node_names`` relies on; a kubeadm ``JoinConfiguration`` patch (``nodeRegistration.name``) makes
-each one's Kubernetes Node the spec node's name (``gpu-0``), as on the embedded and upstream backends.
+``kind_node_names`` relies on (the Nodes carry the same names, not the spec's).
 Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style GPU labels (applied by kind through
 the kubelet), taints through the same ``JoinConfiguration`` patch, and the node's fake-driver state
 directory bind-mounted at ``DRIVER_DIR``. kube-scheduler logs as JSON at ``-v=10`` (``SCHEDULER_LOG_ARGS``,
@@ -69,7 +68,7 @@ class KindRenderOptions:
 
 
 def kind_node_names(spec: ClusterSpec, name: str) -> dict[str, str]:
-    """kind's node (container) name -> spec node name, for every worker (its Node is named as the spec node)."""
+    """kind's node (container) name -> spec node name, for every worker ."""
     out: dict[str, str] = {}
     for i, node in enumerate(spec.nodes()):
         out[f"{name}-worker{i + 1 if i else ''}"] = node.name
@@ -113,10 +112,11 @@ def _worker(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions) -> dict[
     entry["labels"] = labels
     if mounts:
         entry["extraMounts"] = mounts
-    registration: dict[str, Any] = {"name": node.name}  # the Node's name (the container keeps kind's)
+    # Not renamed to the spec node (nodeRegistration.name): the offline node image's CNI script
+    # (scripts/kind-node-image, mockgpu-cni.sh) finds its Node by hostname, so such a node never turns Ready.
     if node.taints:
-        registration["taints"] = [t.model_dump(exclude_defaults=False) for t in node.taints]
-    entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": registration})]
+        taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
+        entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": {"taints": taints}})]
     return entry
 
 
