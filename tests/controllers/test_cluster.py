@@ -9,21 +9,17 @@ deleting the Deployment removes its pods.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import polling
 import pytest
+from kubectl_harness import KUBECTL, events, get, kubectl_runner
 
 from mockgpu.backends.embedded import EmbeddedCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "clusters" / "seed-4x2.yaml"
-KUBECTL = shutil.which("kubectl")
 pytestmark = [pytest.mark.skipif(KUBECTL is None, reason="no kubectl on PATH"), pytest.mark.timeout(180)]
 wait_for = functools.partial(polling.wait_for, timeout=60.0)
 
@@ -37,25 +33,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluste
 
 @pytest.fixture(scope="module")
 def kubectl(cluster: EmbeddedCluster):
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-
-    def run(*args: str, stdin: str | None = None, check: bool = True, timeout: float = 90) -> str:
-        r = subprocess.run([str(KUBECTL), *args], input=stdin, capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout + r.stderr if not check else r.stdout
-    return run
-
-
-def get(kubectl, *what: str) -> dict:
-    return json.loads(kubectl("get", *what, "-o", "json"))
-
-
-def events(kubectl, kind: str, name: str) -> list[tuple[str, str, str]]:
-    items = get(kubectl, "events", "--field-selector", f"involvedObject.kind={kind},involvedObject.name={name}")
-    items = sorted(items["items"], key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"]))
-    return [(e["type"], e["reason"], e["message"]) for e in items]
+    return kubectl_runner(cluster.kubeconfig, timeout=90)
 
 
 GPU_DEPLOYMENT = """

@@ -5,10 +5,6 @@ controllers are off), so CronJob schedule times arrive when the test moves the c
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import subprocess
 import zoneinfo
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +12,7 @@ from pathlib import Path
 
 import polling
 import pytest
+from kubectl_harness import KUBECTL, events, get, kubectl_runner
 
 from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.control.controllers import ControllerManager
@@ -24,7 +21,6 @@ from mockgpu.control.controllers.cronjob import job_name
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "clusters" / "seed-4x2.yaml"
-KUBECTL = shutil.which("kubectl")
 NODES = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 pytestmark = [pytest.mark.skipif(KUBECTL is None, reason="no kubectl on PATH"), pytest.mark.timeout(240)]
 wait_for = functools.partial(polling.wait_for, timeout=60.0)
@@ -58,24 +54,7 @@ def manager(cluster: EmbeddedCluster, clock: FakeClock) -> Iterator[ControllerMa
 
 @pytest.fixture(scope="module")
 def kubectl(cluster: EmbeddedCluster, manager: ControllerManager):
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-
-    def run(*args: str, stdin: str | None = None, check: bool = True, timeout: float = 90) -> str:
-        r = subprocess.run([str(KUBECTL), *args], input=stdin, capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout + r.stderr if not check else r.stdout
-    return run
-
-
-def get(kubectl, *what: str) -> dict:
-    return json.loads(kubectl("get", *what, "-o", "json"))
-
-
-def events(kubectl, kind: str, name: str) -> list[tuple[str, str, str]]:
-    items = get(kubectl, "events", "--field-selector", f"involvedObject.kind={kind},involvedObject.name={name}")
-    return [(e["type"], e["reason"], e["message"]) for e in items["items"]]
+    return kubectl_runner(cluster.kubeconfig, timeout=90)
 
 
 def pods_by_node(kubectl, selector: str) -> dict[str, list[str]]:
