@@ -70,10 +70,8 @@ class ClusterClient:
         self.batch = client.BatchV1Api(api_client)
         self.up_command = up_command
         # Set by LabCluster for a backend whose nodes run real containers (kind): (image, pull policy) put on
-        # every container of a pod created here, and the label that marks the spec's nodes (list_nodes shows
-        # only those, not kind's control-plane node). None: manifests and node lists as they are.
+        # every container of a pod created here. None: manifests as they are.
         self.image_override: tuple[str, str] | None = None
-        self.node_label: str | None = None
 
     @property
     def host(self) -> str:
@@ -101,8 +99,7 @@ class ClusterClient:
         return json.loads(resp.data)
 
     def list_nodes(self) -> list[Obj]:
-        kw = {"label_selector": self.node_label} if self.node_label else {}
-        return self._json(self.core.list_node, **kw)["items"]
+        return self._json(self.core.list_node)["items"]
 
     def list_pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         kw = {"label_selector": label_selector} if label_selector else {}

@@ -10,8 +10,8 @@ Deployment (``submit_deployment``), whose controller-made pods ``pods_of``/``wai
 With ``$MOCKGPU_BACKEND=upstream`` the lab's own cluster runs on the real control plane instead
 (``mockgpu.backends.upstream``), the same way; with ``$MOCKGPU_BACKEND=kind`` it is a kind cluster made from
 the lab's spec (``mockgpu.backends.kind``: real kubelets, real containers of the mockgpu image), deleted at
-``close``. There the client puts the loaded mockgpu image on every workload it creates, lists only the spec's
-nodes (not kind's control-plane node), the real scheduler's results reach the pods as on upstream
+``close``. There the client puts the loaded mockgpu image on every workload it creates, the Nodes are the
+spec's (the first is kind's control plane), the real scheduler's results reach the pods as on upstream
 (``mockgpu.backends.kind.schedresults``), and waits get longer timeouts (real containers start in seconds).
 """
 
@@ -161,7 +161,6 @@ class LabCluster:
         from mockgpu.backends.base import UpOptions
         from mockgpu.backends.kind import KindBackend
         from mockgpu.backends.kind.images import mockgpu_image
-        from mockgpu.backends.kind.labels import NODE_LABEL
         from mockgpu.backends.kind.schedresults import SchedulerResults
         from mockgpu.control.scheduler.config import load_scheduler_config
 
@@ -176,9 +175,8 @@ class LabCluster:
         self.client = connect(info.kubeconfig, up_command=self.up_command + " --backend kind")
         # the embedded and upstream kubelets run the command whatever the image says; kind's run the image
         self.client.image_override = (mockgpu_image(), "Never")  # kind-loaded, never pulled
-        self.client.node_label = NODE_LABEL  # the spec's nodes, as on the other backends
         weights = {name: p.score_weights() for name, p in load_scheduler_config(self.spec).profiles.items()}
-        self.results = SchedulerResults(self.client.api_client, self.name, weights).start()
+        self.results = SchedulerResults(self.client.api_client, weights).start()
         return self
 
     def _timeout(self, seconds: float) -> float:

@@ -3,9 +3,8 @@ kind's kube-scheduler and real kubelets deciding and the workloads in real conta
 
 Each lab starts its own kind cluster named after the lab (``lab04``, ...) and deletes it at its last cell;
 a cluster takes one to two minutes to create. Skipped where Docker, kind or kubectl is missing (saying
-which). Lab 01 is not here: kind's control-plane node is a Node the real scheduler counts, so its
-FailedScheduling message reads ``0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient
-nvidia.com/gpu`` where the stored notebook (4 GPU nodes, nothing else) says ``0/4 ...: 4 Insufficient``.
+which). The Nodes are the spec's (the first one is kind's control plane, config.py), so the FailedScheduling
+messages count the same nodes as on the embedded backend.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import pytest
 from .conftest import ROOT, kind_environment
 
 pytestmark = pytest.mark.kind
-LABS = ("04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius")
+LABS = ("01-why-is-my-4-gpu-job-pending", "04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius")
 
 
 def test_labs_run_on_kind(tmp_path):

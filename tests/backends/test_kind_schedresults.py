@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mockgpu.backends.kind.schedresults import scheduler_pod
+from mockgpu.backends.kind.schedresults import SCHEDULER_SELECTOR
 from mockgpu.backends.upstream.schedlog import BOUND, SCORED, TOTAL, SchedulerLog
 
 POD = {"name": "p", "namespace": "default"}
@@ -39,5 +39,6 @@ def test_a_line_cut_short_by_a_dropped_stream_is_dropped():
     assert log.drain_finished() == ["default/p"]
 
 
-def test_kind_scheduler_pod_is_kubeadms_static_pod_on_the_control_plane():
-    assert scheduler_pod("lab04") == "kube-scheduler-lab04-control-plane"
+def test_kind_scheduler_pod_is_found_by_kubeadms_static_pod_label():
+    # kubeadm's manifest labels it component=kube-scheduler; its name ends with the Node's, which is a spec node's
+    assert SCHEDULER_SELECTOR == "component=kube-scheduler"

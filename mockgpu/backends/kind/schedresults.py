@@ -1,7 +1,8 @@
 """The real kube-scheduler's results on a kind cluster's pods, under the annotations the embedded scheduler
 writes (``mockgpu.io/selected-node``, ``finalscore-result``, ...), as the upstream backend does.
 
-kind's kube-scheduler is a static pod on the control-plane node, started with ``-v=10 --logging-format=json``
+kind's kube-scheduler is a static pod on the control-plane node (label ``component=kube-scheduler``), started
+with ``-v=10 --logging-format=json``
 (``config.SCHEDULER_LOG_ARGS``). ``SchedulerResults`` streams that pod's log through the API (``kubectl logs
 -f``'s call) into a ``schedlog.SchedulerLog`` and runs the upstream backend's ``ResultsRecorder`` on it, in
 threads of the process that started it (``LabCluster`` on ``MOCKGPU_BACKEND=kind``), until ``stop``.
@@ -21,20 +22,18 @@ log = logging.getLogger(__name__)
 NAMESPACE = "kube-system"
 
 
-def scheduler_pod(cluster: str) -> str:
-    """The static pod's name: kubeadm's ``kube-scheduler`` on kind's ``<cluster>-control-plane`` node."""
-    return f"kube-scheduler-{cluster}-control-plane"
+SCHEDULER_SELECTOR = "component=kube-scheduler"  # kubeadm's label on its static pod (named kube-scheduler-<node>)
 
 
 class SchedulerResults:
     """Follows the scheduler pod's log and annotates each pod once its scheduling attempt has ended."""
 
-    def __init__(self, api_client: Any, cluster: str, weights: dict[str, dict[str, int]]) -> None:
+    def __init__(self, api_client: Any, weights: dict[str, dict[str, int]]) -> None:
         """``weights``: profile (schedulerName) -> score plugin -> weight (the cluster's scheduler config)."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
-        self.pod = scheduler_pod(cluster)
+        self.pod: str | None = None  # the static pod's name, found by its label once it exists
         self.log = SchedulerLog()
         self.recorder = ResultsRecorder(api_client, self.log, weights)
         self._stop = threading.Event()
@@ -60,6 +59,11 @@ class SchedulerResults:
     def _follow(self) -> None:
         while not self._stop.is_set():
             try:
+                if self.pod is None:
+                    pods = self.core.list_namespaced_pod(NAMESPACE, label_selector=SCHEDULER_SELECTOR).items
+                    self.pod = pods[0].metadata.name if pods else None
+                if self.pod is None:
+                    raise LookupError(f"no pod labelled {SCHEDULER_SELECTOR} in {NAMESPACE} yet")
                 self._stream = self.core.read_namespaced_pod_log(self.pod, NAMESPACE, follow=True,
                                                                  _preload_content=False)
                 for chunk in self._stream.stream(65536):
