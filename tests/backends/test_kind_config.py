@@ -111,6 +111,17 @@ def test_nodes_are_named_as_the_spec_with_only_the_specs_taints(workshop):
     ]
 
 
+def test_a_one_node_cluster_keeps_kubeadms_control_plane_taint_for_kind_to_remove():
+    """kind runs `kubectl taint nodes --all node-role.kubernetes.io/control-plane-` on a one-node cluster, which
+    fails when the taint is absent; after it the Node has only the spec's taints, as in larger clusters."""
+    spec = _spec({"name": "gpu", "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]})
+    (node,) = _render(spec)["nodes"]
+    (patch,) = node["kubeadmConfigPatches"]
+    assert yaml.safe_load(patch)["nodeRegistration"]["taints"] == [
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
+        {"key": "k", "value": "v", "effect": "NoSchedule"}]
+
+
 def test_a_spec_without_nodes_gets_kinds_own_control_plane():
     config = _render(parse_spec({"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec",
                                  "metadata": {"name": "t"}, "spec": {"nodePools": []}}))

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.kind
 LABS = ("01-why-is-my-4-gpu-job-pending", "04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius")
 
 
-def test_labs_run_on_kind(tmp_path):
+@pytest.mark.timeout(1200)  # a kind cluster per lab: one to two minutes to create, the lab, then its deletion
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_runs_on_kind(tmp_path, lab):
     env, problem = kind_environment()
     if problem:
         pytest.skip(f"labs on kind need Docker, kind and kubectl: {problem}")
@@ -31,9 +33,9 @@ def test_labs_run_on_kind(tmp_path):
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
     env.pop("MOCKGPU_KUBECONFIG", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-            *(str(ROOT / "labs" / f"{lab}.ipynb") for lab in LABS)]
+            "-o", "timeout=900", str(ROOT / "labs" / f"{lab}.ipynb")]
     sanitize = ROOT / "labs" / "nbval-sanitize.cfg"
     if sanitize.is_file():
         args += ["--nbval-sanitize-with", str(sanitize)]
-    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1100)
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]

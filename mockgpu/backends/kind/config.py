@@ -102,7 +102,12 @@ def _patch(doc: dict[str, Any]) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def _node(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions, control_plane: bool) -> dict[str, Any]:
+# kubeadm's taint on a control-plane node; kind itself removes it from a one-node cluster (and fails if absent)
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+
+
+def _node(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions, control_plane: bool,
+          alone: bool = False) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": "control-plane" if control_plane else "worker", "image": opts.node_image.ref}
     mounts: list[dict[str, Any]] = []
     if opts.device_plugin == "fake-gpu-operator":
@@ -119,8 +124,11 @@ def _node(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions, control_pl
     entry["labels"] = labels
     if mounts:
         entry["extraMounts"] = mounts
-    # The Node is named as the spec node and has exactly the spec's taints (an empty list: no control-plane taint)
+    # The Node is named as the spec node and ends up with exactly the spec's taints: an empty list drops
+    # kubeadm's control-plane taint, except on a one-node cluster, where kind's own `kubectl taint ... -` does
     taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
+    if alone:
+        taints.insert(0, dict(CONTROL_PLANE_TAINT))
     registration = {"kind": "InitConfiguration" if control_plane else "JoinConfiguration",
                     "nodeRegistration": {"name": node.name, "taints": taints}}
     entry["kubeadmConfigPatches"] = [_patch(registration)]
@@ -148,7 +156,8 @@ def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
         # a merge patch replaces the list: keep kind's own "preflight"
         phases = ["preflight", *[p for p in opts.skip_phases if p != "preflight"]]
         patches.append(_patch({"kind": "InitConfiguration", "skipPhases": phases}))
-    nodes = [_node(spec, n, opts, control_plane=i == 0) for i, n in enumerate(spec.nodes())]
+    spec_nodes = list(spec.nodes())
+    nodes = [_node(spec, n, opts, control_plane=i == 0, alone=len(spec_nodes) == 1) for i, n in enumerate(spec_nodes)]
     if not nodes:  # a spec without nodes: kind's own control-plane node, tainted as kubeadm does
         nodes = [{"role": "control-plane", "image": opts.node_image.ref}]
         if opts.scheduler_config is not None:
