@@ -43,9 +43,15 @@ def _status_of(exc: Any) -> ApiRefused:
     return ApiRefused(int(exc.status or 0), str(body.get("reason") or exc.reason or ""), message)
 
 
+# The embedded and upstream kubelets tell the fake CUDA which pod and container a process is (nvidia-smi's
+# process table, the OOM log: mockgpu.gpu.cuda.process_identity); a real kubelet does it through the downward API.
+_IDENTITY_ENV = (("MOCKGPU_POD_NAME", "metadata.name"), ("MOCKGPU_POD_NAMESPACE", "metadata.namespace"))
+
+
 def with_image(manifest: Obj, image: tuple[str, str] | None) -> Obj:
-    """A copy of the Pod/Job/Deployment ``manifest`` whose containers use ``(image, pull policy)``; the
-    manifest itself when ``image`` is None (the caller's dict is never changed: a lab may print it)."""
+    """A copy of the Pod/Job/Deployment ``manifest`` for real kubelets (kind): its containers use ``(image, pull
+    policy)`` and get the pod identity the fake CUDA reads (downward API); the manifest itself when ``image`` is
+    None (the caller's dict is never changed: a lab may print it)."""
     if image is None:
         return manifest
     import copy
@@ -55,6 +61,12 @@ def with_image(manifest: Obj, image: tuple[str, str] | None) -> Obj:
     pod_spec = spec["template"]["spec"] if "template" in spec else spec
     for container in pod_spec.get("containers") or []:
         container["image"], container["imagePullPolicy"] = image
+        env = container.setdefault("env", [])
+        have = {e.get("name") for e in env}
+        env += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+                for name, path in _IDENTITY_ENV if name not in have]
+        if "MOCKGPU_CONTAINER_NAME" not in have:
+            env.append({"name": "MOCKGPU_CONTAINER_NAME", "value": container["name"]})
     return out
 
 

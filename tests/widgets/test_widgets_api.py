@@ -202,3 +202,8 @@ def test_on_kind_a_lab_runs_its_workloads_in_the_loaded_mockgpu_image(make):
     assert manifest == untouched
     spec = placed["spec"]["template"]["spec"] if "template" in placed["spec"] else placed["spec"]
     assert [(c["image"], c["imagePullPolicy"]) for c in spec["containers"]] == [(mockgpu_image(), "Never")]
+    # the pod identity the embedded kubelet gives the fake CUDA (nvidia-smi, OOM log), here by the downward API
+    (container,) = spec["containers"]
+    assert {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}.items() >= {
+        "MOCKGPU_POD_NAME": "metadata.name", "MOCKGPU_POD_NAMESPACE": "metadata.namespace",
+        "MOCKGPU_CONTAINER_NAME": container["name"]}.items()
