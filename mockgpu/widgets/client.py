@@ -43,6 +43,33 @@ def _status_of(exc: Any) -> ApiRefused:
     return ApiRefused(int(exc.status or 0), str(body.get("reason") or exc.reason or ""), message)
 
 
+# The embedded and upstream kubelets tell the fake CUDA which pod and container a process is (nvidia-smi's
+# process table, the OOM log: mockgpu.gpu.cuda.process_identity); a real kubelet does it through the downward API.
+_IDENTITY_ENV = (("MOCKGPU_POD_NAME", "metadata.name"), ("MOCKGPU_POD_NAMESPACE", "metadata.namespace"))
+
+
+def with_image(manifest: Obj, image: tuple[str, str] | None) -> Obj:
+    """A copy of the Pod/Job/Deployment ``manifest`` for real kubelets (kind): its containers use ``(image, pull
+    policy)`` and get the pod identity the fake CUDA reads (downward API); the manifest itself when ``image`` is
+    None (the caller's dict is never changed: a lab may print it)."""
+    if image is None:
+        return manifest
+    import copy
+
+    out = copy.deepcopy(manifest)
+    spec = out["spec"]
+    pod_spec = spec["template"]["spec"] if "template" in spec else spec
+    for container in pod_spec.get("containers") or []:
+        container["image"], container["imagePullPolicy"] = image
+        env = container.setdefault("env", [])
+        have = {e.get("name") for e in env}
+        env += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+                for name, path in _IDENTITY_ENV if name not in have]
+        if "MOCKGPU_CONTAINER_NAME" not in have:
+            env.append({"name": "MOCKGPU_CONTAINER_NAME", "value": container["name"]})
+    return out
+
+
 class ClusterClient:
     """Lists and creates the objects the widgets need; every call raises ClusterGone or ApiRefused, nothing raw."""
 
@@ -54,6 +81,9 @@ class ClusterClient:
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.up_command = up_command
+        # Set by LabCluster for a backend whose nodes run real containers (kind): (image, pull policy) put on
+        # every container of a pod created here. None: manifests as they are.
+        self.image_override: tuple[str, str] | None = None
 
     @property
     def host(self) -> str:
@@ -118,7 +148,7 @@ class ClusterClient:
 
     def create_pod(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.core.create_namespaced_pod, ns, manifest)
+        return self._json(self.core.create_namespaced_pod, ns, with_image(manifest, self.image_override))
 
     def delete_pod(self, namespace: str, name: str, grace_seconds: int = 0) -> None:
         try:
@@ -139,11 +169,11 @@ class ClusterClient:
 
     def create_job(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.batch.create_namespaced_job, ns, manifest)
+        return self._json(self.batch.create_namespaced_job, ns, with_image(manifest, self.image_override))
 
     def create_deployment(self, manifest: Obj) -> Obj:
         ns = (manifest.get("metadata") or {}).get("namespace") or "default"
-        return self._json(self.apps.create_namespaced_deployment, ns, manifest)
+        return self._json(self.apps.create_namespaced_deployment, ns, with_image(manifest, self.image_override))
 
     def get_job(self, namespace: str, name: str) -> Obj:
         return self._json(self.batch.read_namespaced_job, name, namespace)

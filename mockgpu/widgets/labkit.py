@@ -10,7 +10,9 @@ Deployment (``submit_deployment``), whose controller-made pods ``pods_of``/``wai
 With ``$MOCKGPU_BACKEND=upstream`` the lab's own cluster runs on the real control plane instead
 (``mockgpu.backends.upstream``), the same way; with ``$MOCKGPU_BACKEND=kind`` it is a kind cluster made from
 the lab's spec (``mockgpu.backends.kind``: real kubelets, real containers of the mockgpu image), deleted at
-``close``.
+``close``. There the client puts the loaded mockgpu image on every workload it creates, the Nodes are the
+spec's (the first is kind's control plane), the real scheduler's results reach the pods as on upstream
+(``mockgpu.backends.kind.schedresults``), and waits get longer timeouts (real containers start in seconds).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class LabCluster:
         self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
         self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
         self.backend = os.environ.get("MOCKGPU_BACKEND", "embedded") if not self.external else "external"
-        self.image: tuple[str, str] | None = None  # (image, pull policy) the backend's nodes need, if any
+        self.results: Any = None  # on kind: the thread writing kube-scheduler's results onto the pods
 
     @property
     def up_command(self) -> str:
@@ -159,6 +161,8 @@ class LabCluster:
         from mockgpu.backends.base import UpOptions
         from mockgpu.backends.kind import KindBackend
         from mockgpu.backends.kind.images import mockgpu_image
+        from mockgpu.backends.kind.schedresults import SchedulerResults
+        from mockgpu.control.scheduler.config import load_scheduler_config
 
         backend = KindBackend()
         problem = backend.is_available()
@@ -169,19 +173,19 @@ class LabCluster:
         info = backend.up(UpOptions(spec=self.spec, name=self.name))
         self.cluster = _KindLabCluster(backend, self.name)
         self.client = connect(info.kubeconfig, up_command=self.up_command + " --backend kind")
-        self.image = (mockgpu_image(), "Never")  # kind-loaded, never pulled
+        # the embedded and upstream kubelets run the command whatever the image says; kind's run the image
+        self.client.image_override = (mockgpu_image(), "Never")  # kind-loaded, never pulled
+        weights = {name: p.score_weights() for name, p in load_scheduler_config(self.spec).profiles.items()}
+        self.results = SchedulerResults(self.client.api_client, weights).start()
         return self
 
+    def _timeout(self, seconds: float) -> float:
+        """A wait's timeout on this backend: kind's real containers and controllers take seconds, not
+        milliseconds, on a loaded machine (x3)."""
+        return seconds * 3 if self.backend == "kind" and self.control_plane else seconds
+
     def _placed(self, manifest: Obj) -> Obj:
-        """``manifest`` with this backend's workload image: on kind the loaded mockgpu image (the embedded and
-        upstream backends' kubelets run the command whatever the image says)."""
-        if self.image is None:
-            return manifest
-        spec = manifest["spec"]
-        pod_spec = spec["template"]["spec"] if "template" in spec else spec
-        for container in pod_spec["containers"]:
-            container["image"], container["imagePullPolicy"] = self.image
-        return manifest
+        return manifest  # the client puts the backend's image on (ClusterClient.image_override)
 
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
@@ -231,7 +235,7 @@ class LabCluster:
                   namespace: str = "default") -> list[Obj]:
         """Poll until the Job/Deployment has ``count`` pods and ``until`` holds for each; MockgpuError on
         timeout. The pods come oldest first; their names are random, so print roles, not names."""
-        check = self._check(until)
+        check, timeout = self._check(until), self._timeout(timeout)
         deadline, delay = time.monotonic() + timeout, 0.02
         while True:
             pods = self.pods_of(kind, name, namespace)
@@ -245,7 +249,7 @@ class LabCluster:
 
     def _check(self, until: str) -> Callable[[Obj], bool]:
         check = WAIT_UNTIL[until]
-        if self.backend == "upstream" and until in ("decided", "bound"):
+        if self.backend in ("upstream", "kind") and until in ("decided", "bound"):
             # the real scheduler's results reach the pod just after its decision (backends.upstream.recorder)
             check = _and_recorded(check)
         return check
@@ -253,7 +257,7 @@ class LabCluster:
     def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
         """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
         assert self.client is not None
-        check = self._check(until)
+        check, timeout = self._check(until), self._timeout(timeout)
         deadline, delay = time.monotonic() + timeout, 0.02
         while True:
             pod = self.client.get_pod(namespace, name)
@@ -265,10 +269,10 @@ class LabCluster:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.2)
 
-    @staticmethod
-    def eventually(fn: Callable[[], Any], ok: Callable[[Any], bool] = bool, timeout: float = 10.0) -> Any:
+    def eventually(self, fn: Callable[[], Any], ok: Callable[[Any], bool] = bool, timeout: float = 10.0) -> Any:
         """Call ``fn`` until ``ok(result)``; the last result after ``timeout`` seconds (e.g. GPU state that is
         published every second catching up with a pod that just started)."""
+        timeout = self._timeout(timeout)
         deadline, delay = time.monotonic() + timeout, 0.02
         result = fn()
         while not ok(result) and time.monotonic() < deadline:
@@ -308,6 +312,9 @@ class LabCluster:
             if self.client is not None:
                 self.cleanup_pods()
             return
+        if self.results is not None:
+            self.results.stop()
+            self.results = None
         if self.cluster is not None:
             self.cluster.delete()
             self.cluster = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,40 @@ SPEC_IDS = [p.stem for p in SPECS]
 # A fixed host folder so rendered output does not depend on $HOME; golden files use it.
 STATE_DIR = Path("/var/tmp/mockgpu-state")
 UPDATE_GOLDEN = os.environ.get("MOCKGPU_UPDATE_GOLDEN") == "1"
+
+
+def docker_has(image: str) -> bool:
+    try:
+        return subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def kind_environment() -> tuple[dict[str, str], str | None]:
+    """The environment for a real kind cluster: ``PATH`` with the upstream build's kind (when there is one),
+    and the offline images ``scripts/kind-images`` builds when they exist locally and nothing else is set.
+    Second: why kind cannot run here (Docker, kind or kubectl missing), or None."""
+    from mockgpu.backends.kind import KindBackend
+    from mockgpu.backends.upstream import binaries
+
+    env = dict(os.environ)
+    upstream_bin = binaries.bin_dir()
+    if (upstream_bin / "kind").is_file():
+        env["PATH"] = f"{upstream_bin}{os.pathsep}{env.get('PATH', '')}"
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = env["PATH"]
+    try:
+        problem = KindBackend().is_available()
+    finally:
+        os.environ["PATH"] = saved
+    if problem:
+        return env, problem
+    node_image = "mockgpu/kind-node:" + binaries.versions()["KUBERNETES_VERSION"]
+    if not env.get("MOCKGPU_KIND_NODE_IMAGE") and docker_has(node_image):
+        env["MOCKGPU_KIND_NODE_IMAGE"] = node_image
+    if not env.get("MOCKGPU_PYTHON_BASE") and docker_has("mockgpu/python-base:bookworm"):
+        env["MOCKGPU_PYTHON_BASE"] = "mockgpu/python-base:bookworm"
+    return env, None
 
 
 def spec_at(path: Path):

@@ -78,7 +78,8 @@ def test_kind_config_matches_kinds_schema(path, plugin):
     config = _render(spec, device_plugin=plugin)
     jsonschema.validate(config, KIND_SCHEMA)
     nodes = config["nodes"]
-    assert [n["role"] for n in nodes] == ["control-plane"] + ["worker"] * len(list(spec.nodes()))
+    count = len(list(spec.nodes()))
+    assert [n["role"] for n in nodes] == ["control-plane"] + ["worker"] * (count - 1 if count else 0)
     for node in nodes:
         for key, value in node.get("labels", {}).items():
             assert _LABEL_KEY.match(key) and len(key.split("/")[-1]) <= 63, key
@@ -91,52 +92,82 @@ def test_kind_config_matches_kinds_schema(path, plugin):
     assert yaml.safe_load(yaml.safe_dump(config)) == config
 
 
-def test_workshop_has_one_control_plane_and_three_workers(workshop):
+def test_workshop_is_its_three_nodes_the_first_one_the_control_plane(workshop):
     nodes = _render(workshop)["nodes"]
-    assert len(nodes) == 4
-    assert sum(n["role"] == "control-plane" for n in nodes) == 1
-    assert [n["labels"]["mockgpu.io/node"] for n in nodes[1:]] == ["whole-0", "mig-0", "shared-0"]
+    assert [n["role"] for n in nodes] == ["control-plane", "worker", "worker"]
+    assert [n["labels"]["mockgpu.io/node"] for n in nodes] == ["whole-0", "mig-0", "shared-0"]
     assert kind_node_names(workshop, "workshop") == {
-        "workshop-worker": "whole-0", "workshop-worker2": "mig-0", "workshop-worker3": "shared-0"}
+        "workshop-control-plane": "whole-0", "workshop-worker": "mig-0", "workshop-worker2": "shared-0"}
+
+
+def test_nodes_are_named_as_the_spec_with_only_the_specs_taints(workshop):
+    """kubeadm names the Node (nodeRegistration.name) and taints it; [] drops kubeadm's control-plane taint,
+    so the cluster's Nodes are the spec's, as on every other backend."""
+    regs = [yaml.safe_load(p) for n in _render(workshop)["nodes"] for p in n["kubeadmConfigPatches"]]
+    assert regs == [
+        {"kind": "InitConfiguration", "nodeRegistration": {"name": "whole-0", "taints": []}},
+        {"kind": "JoinConfiguration", "nodeRegistration": {"name": "mig-0", "taints": []}},
+        {"kind": "JoinConfiguration", "nodeRegistration": {"name": "shared-0", "taints": []}},
+    ]
+
+
+def test_a_one_node_cluster_keeps_kubeadms_control_plane_taint_for_kind_to_remove():
+    """kind runs `kubectl taint nodes --all node-role.kubernetes.io/control-plane-` on a one-node cluster, which
+    fails when the taint is absent; after it the Node has only the spec's taints, as in larger clusters."""
+    spec = _spec({"name": "gpu", "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]})
+    (node,) = _render(spec)["nodes"]
+    (patch,) = node["kubeadmConfigPatches"]
+    assert yaml.safe_load(patch)["nodeRegistration"]["taints"] == [
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
+        {"key": "k", "value": "v", "effect": "NoSchedule"}]
+
+
+def test_a_spec_without_nodes_gets_kinds_own_control_plane():
+    config = _render(parse_spec({"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec",
+                                 "metadata": {"name": "t"}, "spec": {"nodePools": []}}))
+    assert [n["role"] for n in config["nodes"]] == ["control-plane"]
+    assert "kubeadmConfigPatches" not in config["nodes"][0]
 
 
 def test_workshop_gpu_labels_follow_each_node(workshop):
-    whole, mig, shared = (n["labels"] for n in _render(workshop)["nodes"][1:])
+    whole, mig, shared = (n["labels"] for n in _render(workshop)["nodes"])
     assert whole["nvidia.com/gpu.count"] == "4" and whole["nvidia.com/gpu.present"] == "true"
     assert mig["nvidia.com/mig.strategy"] == "mixed" and mig["nvidia.com/mig-1g.10gb.count"] == "8"
     assert shared["nvidia.com/gpu.replicas"] == "4"
     assert shared["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
 
 
-def test_every_gpu_worker_mounts_its_own_driver_dir(workshop):
-    for node in _render(workshop)["nodes"][1:]:
+def test_every_gpu_node_mounts_its_own_driver_dir(workshop):
+    for node in _render(workshop)["nodes"]:
         (mount,) = node["extraMounts"]
         assert mount == {"hostPath": f"{STATE_DIR}/{node['labels']['mockgpu.io/node']}/driver",
                          "containerPath": DRIVER_DIR}
 
 
 def test_fake_gpu_operator_nodes_carry_the_pool_label_not_gfd_labels(workshop):
-    whole = _render(workshop, device_plugin="fake-gpu-operator")["nodes"][1]
+    whole = _render(workshop, device_plugin="fake-gpu-operator")["nodes"][0]
     assert whole["labels"]["run.ai/simulated-gpu-node-pool"] == "whole"
     assert not any(k.startswith("nvidia.com/") for k in whole["labels"])
     assert "extraMounts" not in whole
 
 
-def test_taints_become_a_join_configuration_patch():
+def test_taints_become_init_and_join_configuration_patches():
     spec = _spec({"name": "gpu", "count": 2, "labels": {"team": "a"},
                   "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
                   "gpu": {"model": "A100-SXM4-80GB", "count": 1}})
-    workers = _render(spec)["nodes"][1:]
-    assert len(workers) == 2
-    for w in workers:
-        assert w["labels"]["team"] == "a"
-        (patch,) = w["kubeadmConfigPatches"]
-        assert yaml.safe_load(patch) == {"kind": "JoinConfiguration", "nodeRegistration": {
-            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}
+    nodes = _render(spec)["nodes"]
+    assert len(nodes) == 2
+    for node, kind, name in zip(nodes, ("InitConfiguration", "JoinConfiguration"), ("gpu-0", "gpu-1"), strict=True):
+        assert node["labels"]["team"] == "a"
+        (patch,) = node["kubeadmConfigPatches"]
+        assert yaml.safe_load(patch) == {"kind": kind, "nodeRegistration": {
+            "name": name, "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}
 
 
-def test_nodes_without_taints_get_no_patch(workshop):
-    assert all("kubeadmConfigPatches" not in n for n in _render(workshop)["nodes"])
+def test_kube_scheduler_logs_json_at_v10_without_a_scheduler_config(workshop):
+    (patch,) = _render(workshop)["kubeadmConfigPatches"]
+    assert yaml.safe_load(patch) == {"kind": "ClusterConfiguration",
+                                     "scheduler": {"extraArgs": {"v": "10", "logging-format": "json"}}}
 
 
 def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, workshop):
@@ -144,18 +175,20 @@ def test_scheduler_config_is_mounted_and_passed_to_kube_scheduler(tmp_path, work
     sched.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
     config = _render(workshop, scheduler_config=sched)
     control = config["nodes"][0]
-    assert control["extraMounts"] == [{"hostPath": str(sched), "containerPath": SCHEDULER_CONFIG, "readOnly": True}]
+    assert control["extraMounts"][-1] == {"hostPath": str(sched), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
+    assert all(SCHEDULER_CONFIG not in str(n.get("extraMounts")) for n in config["nodes"][1:])
     (patch,) = config["kubeadmConfigPatches"]
     doc = yaml.safe_load(patch)
     assert doc["kind"] == "ClusterConfiguration" and "apiVersion" not in doc
-    assert doc["scheduler"]["extraArgs"] == {"config": SCHEDULER_CONFIG}
+    assert doc["scheduler"]["extraArgs"] == {"config": SCHEDULER_CONFIG, "v": "10", "logging-format": "json"}
     (vol,) = doc["scheduler"]["extraVolumes"]
     assert vol["hostPath"] == vol["mountPath"] == SCHEDULER_CONFIG and vol["readOnly"] is True
     jsonschema.validate(config, KIND_SCHEMA)
 
 
 def test_machine_patches_are_absent_by_default(workshop):
-    assert "kubeadmConfigPatches" not in _render(workshop)
+    docs = [yaml.safe_load(p) for p in _render(workshop)["kubeadmConfigPatches"]]
+    assert [d["kind"] for d in docs] == ["ClusterConfiguration"]  # only the scheduler's log flags
 
 
 def test_cgroup_v1_and_skipped_phases_become_kubeadm_patches(workshop):
@@ -176,7 +209,7 @@ def test_labels_the_kubelet_may_not_set_are_refused(key):
 
 @pytest.mark.parametrize("key", ["node.kubernetes.io/instance-type", "topology.kubernetes.io/zone", "team"])
 def test_allowed_labels_pass(key):
-    assert _render(_spec({"name": "gpu", "labels": {key: "x"}}))["nodes"][1]["labels"][key] == "x"
+    assert _render(_spec({"name": "gpu", "labels": {key: "x"}}))["nodes"][0]["labels"][key] == "x"
 
 
 @pytest.mark.parametrize("minor", sorted(NODE_IMAGES), ids=sorted(NODE_IMAGES))
@@ -255,5 +288,5 @@ def test_up_mounts_the_generated_scheduler_file(tmp_path, workshop):
     src.write_text(SCHED)
     opts = render_options(UpOptions(spec=workshop, name="w", scheduler_config=src), tmp_path / "state")
     assert opts.scheduler_source == src and opts.scheduler_config == tmp_path / "state" / "scheduler-config.yaml"
-    mount = kind_config(workshop, opts)["nodes"][0]["extraMounts"][0]
+    mount = kind_config(workshop, opts)["nodes"][0]["extraMounts"][-1]
     assert mount["hostPath"] == str(tmp_path / "state" / "scheduler-config.yaml")

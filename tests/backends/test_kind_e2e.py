@@ -21,6 +21,7 @@ import pytest
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.kind import KindBackend
+from mockgpu.backends.kind.config import kind_node_names
 from mockgpu.backends.upstream import binaries
 from mockgpu.config.inventory import node_inventory
 from mockgpu.deviceplugin.api import api_pb2 as pb
@@ -129,9 +130,10 @@ def log_has(c: dict[str, Any], name: str, text: str) -> Callable[[], bool]:
 
 
 def kind_node_of(c: dict[str, Any], spec_node: str) -> str:
-    out = kubectl(c, "get", "nodes", "-l", f"mockgpu.io/node={spec_node}", "-o", "jsonpath={.items[0].metadata.name}")
-    assert out, f"no kind node labelled mockgpu.io/node={spec_node}"
-    return out
+    """The kind node *container* of a spec node (the Node itself bears the spec node's name)."""
+    assert kubectl(c, "get", "node", spec_node, "-o", "name").strip() == f"node/{spec_node}"
+    (container,) = [k for k, v in kind_node_names(c["spec"], NAME).items() if v == spec_node]
+    return container
 
 
 @pytest.fixture
@@ -141,13 +143,22 @@ def clean(kind_cluster) -> Iterator[dict[str, Any]]:
 
 
 def test_every_node_advertises_its_whole_mig_and_time_sliced_resources(kind_cluster) -> None:
-    nodes = json.loads(kubectl(kind_cluster, "get", "nodes", "-o", "json"))["items"]
-    alloc = {n["metadata"]["labels"].get("mockgpu.io/node"): n["status"]["allocatable"] for n in nodes}
-    gpus = {node: {k: int(v) for k, v in a.items() if k.startswith("nvidia.com/")} for node, a in alloc.items()}
-    assert gpus["whole-0"] == {"nvidia.com/gpu": 4}
-    assert gpus["shared-0"] == {"nvidia.com/gpu": 8}  # 2 GPUs x 4 replicas
-    assert gpus["mig-0"] == {"nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}
-    assert gpus[None] == {}  # the control-plane node has no plugin
+    want = {"whole-0": {"nvidia.com/gpu": 4},
+            "shared-0": {"nvidia.com/gpu": 8},  # 2 GPUs x 4 replicas
+            "mig-0": {"nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}}
+
+    def advertised() -> dict[str, dict[str, int]]:
+        nodes = json.loads(kubectl(kind_cluster, "get", "nodes", "-o", "json"))["items"]
+        # keyed by the Node's name: the Nodes are the spec's, nothing else (no separate control-plane node)
+        return {n["metadata"]["name"]: {k: int(v) for k, v in n["status"]["allocatable"].items()
+                                        if k.startswith("nvidia.com/")} for n in nodes}
+
+    # `up` returns once every GPU node shows some GPUs; a plugin registers its resources one by one
+    got: dict[str, Any] = {}
+    try:
+        wait_for("every resource in allocatable", lambda: got.update(advertised()) or got == want, timeout=60)
+    finally:
+        assert got == want
 
 
 def _checkpoint(node: str) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
     create = next(c for c in runner.calls if c[:3] == ["kind", "create", "cluster"])
     config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
     assert create[create.index("--config") + 1] == str(tmp_path / "workshop" / "kind-config.yaml")
-    assert len(config["nodes"]) == 4
+    assert len(config["nodes"]) == 3  # the spec's three nodes, the first one kind's control plane
     assert all((tmp_path / "workshop" / n / "driver").is_dir() for n in ("whole-0", "mig-0", "shared-0"))
     # the plugin (root, no capabilities) writes into the user's driver folders; only the user reaches them
     assert {oct((tmp_path / "workshop" / n / "driver").stat().st_mode & 0o777) for n in ("whole-0", "mig-0")} == {
@@ -103,7 +103,7 @@ def test_up_runs_the_named_steps_in_order(tmp_path, workshop):
     applied = runner.inputs[next(i for i, c in enumerate(runner.calls) if "apply" in c)]
     assert [d["kind"] for d in yaml.safe_load_all(applied)][-1] == "DaemonSet"
     text = out.getvalue()
-    for step in ("[1/6] preflight", "[2/6] build image", "[3/6] create cluster workshop (4 nodes)",
+    for step in ("[1/6] preflight", "[2/6] build image", "[3/6] create cluster workshop (3 nodes)",
                  "[4/6] load image", "[5/6] apply manifests", "[6/6] wait for GPUs in node allocatable"):
         assert f"{step} ...\n" in text and f"{step} done (" in text
     assert "whole-0: nvidia.com/gpu=4" in text and "kind cluster 'workshop' is up in" in text
@@ -187,11 +187,12 @@ def test_down_deletes_cluster_and_state(tmp_path, workshop):
     assert not (tmp_path / "workshop").exists()
 
 
-def test_down_empties_the_driver_folders_inside_each_worker_before_deleting(tmp_path, workshop):
+def test_down_empties_the_driver_folders_inside_each_node_before_deleting(tmp_path, workshop):
     backend, runner, _, _ = _up(tmp_path, workshop, Cluster(exists=True))
     backend.down("workshop")
     execs = [c for c in runner.calls if c[:2] == ["docker", "exec"]]
-    assert [c[2] for c in execs] == ["workshop-worker", "workshop-worker2"]  # not the control plane: no mount
+    # every kind node is a spec node with a driver mount, the control plane too
+    assert [c[2] for c in execs] == ["workshop-control-plane", "workshop-worker", "workshop-worker2"]
     script = execs[0][-1]
     assert execs[0][3:5] == ["sh", "-c"] and "systemctl stop kubelet" in script and "crictl rmp --all --force" in script
     assert script.endswith("find /var/lib/mockgpu/driver -mindepth 1 -delete")  # the contents, not the mount point
@@ -296,7 +297,7 @@ def test_up_writes_the_scheduler_file_it_mounts(tmp_path, workshop):
     backend, runner, _, opts = _up(tmp_path / "state", workshop, Cluster(), scheduler_config=sched)
     backend.up(opts)
     config = yaml.safe_load((tmp_path / "state" / "workshop" / "kind-config.yaml").read_text())
-    mounted = config["nodes"][0]["extraMounts"][0]["hostPath"]
+    mounted = config["nodes"][0]["extraMounts"][-1]["hostPath"]
     generated = yaml.safe_load(Path(mounted).read_text())
     assert generated["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"
 
@@ -334,4 +335,5 @@ def test_up_adds_no_patches_on_cgroup_v2_with_a_complete_node_image(tmp_path, wo
     backend, runner, out, opts = _up(tmp_path, workshop, Cluster())  # docker info says "28.2.2", no label
     backend.up(opts)
     config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
-    assert "kubeadmConfigPatches" not in config
+    docs = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    assert [d["kind"] for d in docs] == ["ClusterConfiguration"]  # only the scheduler's log flags

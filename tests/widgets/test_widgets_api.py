@@ -190,13 +190,20 @@ def test_with_mockgpu_kubeconfig_a_lab_uses_that_cluster_and_deletes_only_its_ow
     ids=["pod", "job", "deployment"],
 )
 def test_on_kind_a_lab_runs_its_workloads_in_the_loaded_mockgpu_image(make):
-    """kind nodes run real containers: the lab's manifests name the image ``up`` loaded, never pulled."""
+    """kind nodes run real containers: what the client creates names the image ``up`` loaded, never pulled;
+    the caller's manifest (which a lab may print) stays as it was."""
     from mockgpu.backends.kind.images import mockgpu_image
+    from mockgpu.widgets.client import with_image
 
-    lab = LabCluster("clusters/seed-4x2.yaml", name="unused")
     untouched = make()
-    assert lab._placed(make()) == untouched  # embedded/upstream: the kubelets ignore the image
-    lab.image = (mockgpu_image(), "Never")
-    placed = lab._placed(make())
+    manifest = make()
+    assert with_image(manifest, None) is manifest  # embedded/upstream: the kubelets ignore the image
+    placed = with_image(manifest, (mockgpu_image(), "Never"))
+    assert manifest == untouched
     spec = placed["spec"]["template"]["spec"] if "template" in placed["spec"] else placed["spec"]
     assert [(c["image"], c["imagePullPolicy"]) for c in spec["containers"]] == [(mockgpu_image(), "Never")]
+    # the pod identity the embedded kubelet gives the fake CUDA (nvidia-smi, OOM log), here by the downward API
+    (container,) = spec["containers"]
+    assert {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}.items() >= {
+        "MOCKGPU_POD_NAME": "metadata.name", "MOCKGPU_POD_NAMESPACE": "metadata.namespace",
+        "MOCKGPU_CONTAINER_NAME": container["name"]}.items()

@@ -41,7 +41,7 @@ SKIP_PHASES_LABEL = "mockgpu.node-image.kubeadm-skip-phases"
 WAIT_SECONDS = 180.0
 PYTHON_BASE_ENV = "MOCKGPU_PYTHON_BASE"
 POLL_SECONDS = 2.0
-# Run in each worker node by `down`: stop what writes into the driver folder, then empty it (not the mount).
+# Run in each kind node by `down`: stop what writes into the driver folder, then empty it (not the mount).
 _EMPTY_DRIVER_DIR = (
     "systemctl stop kubelet >/dev/null 2>&1; crictl rmp --all --force >/dev/null 2>&1; "
     f"find {DRIVER_DIR} -mindepth 1 -delete"
@@ -133,7 +133,7 @@ class KindBackend:
             return ClusterInfo(opts.name, self.name, "", self._kubeconfig(opts), "dry-run")
         kind_opts = render_options(opts, state)  # bad options fail before any side effect
         use_fgo = opts.device_plugin == "fake-gpu-operator"
-        nodes = sum(1 for _ in opts.spec.nodes()) + 1
+        nodes = max(1, sum(1 for _ in opts.spec.nodes()))  # the first spec node is the control plane
         progress = Progress(total=6, out=self.out)
         with progress.step("preflight"):
             checks = preflight(self.runner, nodes=nodes, helm=use_fgo, image=kind_opts.node_image)
@@ -241,7 +241,7 @@ class KindBackend:
             archive.unlink(missing_ok=True)
 
     def _empty_driver_dirs(self, name: str) -> None:
-        """Empty every worker's bind-mounted driver folder from inside its kind node, as root.
+        """Empty every node's bind-mounted driver folder from inside its kind node, as root.
 
         The device plugin and the workloads run as root in the node, so what they write into the host's
         ``<state>/<node>/driver`` is root-owned and a non-root user could not remove it afterwards. The
@@ -250,7 +250,7 @@ class KindBackend:
         that is gone or stopped leaves its files to ``remove_tree``'s report.
         """
         nodes = self.runner.run(["kind", "get", "nodes", "--name", name]).stdout.split()
-        for node in sorted(n for n in nodes if n.startswith(f"{name}-worker")):
+        for node in sorted(n for n in nodes if n.startswith(f"{name}-")):
             self.runner.run(["docker", "exec", node, "sh", "-c", _EMPTY_DRIVER_DIR], timeout=120)
 
     def _build_image(self) -> None:

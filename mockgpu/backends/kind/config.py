@@ -1,12 +1,18 @@
 """From a cluster spec to a kind ``Cluster`` config (``kind.x-k8s.io/v1alpha4``): pure functions.
 
-One control-plane node, then one worker per spec node in ``spec.nodes()`` order. kind names the
-workers ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
-``kind_node_names`` relies on. Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style
-GPU labels (applied by kind through the kubelet), taints through a kubeadm ``JoinConfiguration``
-patch, and the node's fake-driver state directory bind-mounted at ``DRIVER_DIR``. A
-KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with a
-kubeadm ``ClusterConfiguration`` patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
+One kind node per spec node, in ``spec.nodes()`` order: the first spec node is kind's control-plane node
+(so the cluster's Nodes are exactly the spec's, and kube-scheduler's ``0/N nodes are available`` counts the
+same N as on the other backends), the rest are workers. kind names the node *containers*
+``<cluster>-control-plane``, ``<cluster>-worker``, ``<cluster>-worker2``, ... in config order, which is what
+``kind_node_names`` relies on; the *Nodes* are named as the spec's nodes (kubeadm ``nodeRegistration.name``,
+which the node image's CNI service reads back from the kubelet's ``--hostname-override``) and carry the
+spec node's taints and nothing else (``nodeRegistration.taints`` replaces kubeadm's control-plane taint).
+Per node: the spec's labels plus ``mockgpu.io/node`` and GFD-style GPU labels (applied by kind through
+the kubelet), taints through the same ``JoinConfiguration`` patch, and the node's fake-driver state
+directory bind-mounted at ``DRIVER_DIR``. kube-scheduler logs as JSON at ``-v=10`` (``SCHEDULER_LOG_ARGS``,
+a kubeadm ``ClusterConfiguration`` patch) so its scores can be read back (``schedresults``). A
+KubeSchedulerConfiguration is mounted into the control-plane node and handed to kube-scheduler with the
+same patch (``scheduler.extraArgs.config`` + ``extraVolumes``).
 
 Two patches depend on the machine and the node image rather than the spec (the backend fills them in):
 ``cgroup_v1`` (Docker reports cgroup v1: kubelet >= 1.35 refuses to start there unless its
@@ -32,6 +38,8 @@ KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
 DRIVER_DIR = "/var/lib/mockgpu/driver"  # inside each kind node (and in the plugin container)
 SCHEDULER_CONFIG = "/etc/kubernetes/mockgpu/scheduler-config.yaml"  # inside the control-plane node
 FGO_POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's nodePoolLabelKey
+# the scheduler's per-node scores are only in its log at -v=10; JSON so schedlog can parse it
+SCHEDULER_LOG_ARGS = {"v": "10", "logging-format": "json"}
 
 # kubelet refuses to set labels in these namespaces on itself, except the allowed ones below
 # (NodeRestriction rules); kind applies node labels through the kubelet, so catch them early.
@@ -64,10 +72,10 @@ class KindRenderOptions:
 
 
 def kind_node_names(spec: ClusterSpec, name: str) -> dict[str, str]:
-    """kind's node (container) name -> spec node name, for every worker."""
+    """kind's node (container) name -> spec node name (the Node's name too), for every node."""
     out: dict[str, str] = {}
     for i, node in enumerate(spec.nodes()):
-        out[f"{name}-worker{i + 1 if i else ''}"] = node.name
+        out[f"{name}-control-plane" if i == 0 else f"{name}-worker{i if i > 1 else ''}"] = node.name
     return out
 
 
@@ -94,8 +102,13 @@ def _patch(doc: dict[str, Any]) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def _worker(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions) -> dict[str, Any]:
-    entry: dict[str, Any] = {"role": "worker", "image": opts.node_image.ref}
+# kubeadm's taint on a control-plane node; kind itself removes it from a one-node cluster (and fails if absent)
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+
+
+def _node(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions, control_plane: bool,
+          alone: bool = False) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "control-plane" if control_plane else "worker", "image": opts.node_image.ref}
     mounts: list[dict[str, Any]] = []
     if opts.device_plugin == "fake-gpu-operator":
         # FGO's status exporter writes its own GFD-style labels; it only needs the pool label.
@@ -105,40 +118,50 @@ def _worker(spec: ClusterSpec, node: NodeSpec, opts: KindRenderOptions) -> dict[
     else:
         labels = node_labels(spec, node)
         mounts.append({"hostPath": str(driver_host_dir(opts.state_dir, node.name)), "containerPath": DRIVER_DIR})
+    if control_plane and opts.scheduler_config is not None:
+        mounts.append({"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG,
+                       "readOnly": True})
     entry["labels"] = labels
     if mounts:
         entry["extraMounts"] = mounts
-    if node.taints:
-        taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
-        entry["kubeadmConfigPatches"] = [_patch({"kind": "JoinConfiguration", "nodeRegistration": {"taints": taints}})]
+    # The Node is named as the spec node and ends up with exactly the spec's taints: an empty list drops
+    # kubeadm's control-plane taint, except on a one-node cluster, where kind's own `kubectl taint ... -` does
+    taints = [t.model_dump(exclude_defaults=False) for t in node.taints]
+    if alone:
+        taints.insert(0, dict(CONTROL_PLANE_TAINT))
+    registration = {"kind": "InitConfiguration" if control_plane else "JoinConfiguration",
+                    "nodeRegistration": {"name": node.name, "taints": taints}}
+    entry["kubeadmConfigPatches"] = [_patch(registration)]
     return entry
 
 
-def _scheduler_patch() -> str:
-    volume = {"name": "mockgpu-scheduler-config", "hostPath": SCHEDULER_CONFIG, "mountPath": SCHEDULER_CONFIG,
-              "readOnly": True, "pathType": "File"}
-    return _patch({"kind": "ClusterConfiguration",
-                   "scheduler": {"extraArgs": {"config": SCHEDULER_CONFIG}, "extraVolumes": [volume]}})
+def _scheduler_patch(config: bool) -> str:
+    """kube-scheduler's flags (map form: kind >= v0.32 converts it to kubeadm v1beta4's list for >= 1.36)."""
+    scheduler: dict[str, Any] = {"extraArgs": dict(SCHEDULER_LOG_ARGS)}
+    if config:
+        volume = {"name": "mockgpu-scheduler-config", "hostPath": SCHEDULER_CONFIG, "mountPath": SCHEDULER_CONFIG,
+                  "readOnly": True, "pathType": "File"}
+        scheduler = {"extraArgs": {"config": SCHEDULER_CONFIG, **SCHEDULER_LOG_ARGS}, "extraVolumes": [volume]}
+    return _patch({"kind": "ClusterConfiguration", "scheduler": scheduler})
 
 
 def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
     """The kind ``Cluster`` config for ``spec`` as a dict (dump it with ``yaml.safe_dump``)."""
     check_labels(spec)
-    control: dict[str, Any] = {"role": "control-plane", "image": opts.node_image.ref}
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
-    if opts.scheduler_config is not None:
-        control["extraMounts"] = [
-            {"hostPath": str(opts.scheduler_config.absolute()), "containerPath": SCHEDULER_CONFIG, "readOnly": True}
-        ]
-        config["kubeadmConfigPatches"] = [_scheduler_patch()]
-    patches = config.setdefault("kubeadmConfigPatches", [])
+    patches = config.setdefault("kubeadmConfigPatches", [_scheduler_patch(opts.scheduler_config is not None)])
     if opts.cgroup_v1:
         patches.append(_patch({"kind": "KubeletConfiguration", "failCgroupV1": False}))
     if opts.skip_phases:
         # a merge patch replaces the list: keep kind's own "preflight"
         phases = ["preflight", *[p for p in opts.skip_phases if p != "preflight"]]
         patches.append(_patch({"kind": "InitConfiguration", "skipPhases": phases}))
-    if not patches:
-        del config["kubeadmConfigPatches"]
-    config["nodes"] = [control] + [_worker(spec, n, opts) for n in spec.nodes()]
+    spec_nodes = list(spec.nodes())
+    nodes = [_node(spec, n, opts, control_plane=i == 0, alone=len(spec_nodes) == 1) for i, n in enumerate(spec_nodes)]
+    if not nodes:  # a spec without nodes: kind's own control-plane node, tainted as kubeadm does
+        nodes = [{"role": "control-plane", "image": opts.node_image.ref}]
+        if opts.scheduler_config is not None:
+            nodes[0]["extraMounts"] = [{"hostPath": str(opts.scheduler_config.absolute()),
+                                        "containerPath": SCHEDULER_CONFIG, "readOnly": True}]
+    config["nodes"] = nodes
     return config

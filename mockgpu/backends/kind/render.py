@@ -64,7 +64,7 @@ def cluster_manifests(opts: UpOptions) -> list[dict[str, Any]]:
     """The objects applied with kubectl after the cluster exists."""
     if opts.device_plugin == "fake-gpu-operator":
         return [namespace(fgo.NAMESPACE)]
-    names = kind_node_names(opts.spec, opts.name)
+    names = {node: node for node in kind_node_names(opts.spec, opts.name).values()}  # Nodes bear the spec's names
     return plugin_manifests(opts.spec, PluginManifestOptions(image=mockgpu_image(), node_names=names))
 
 

@@ -5,8 +5,10 @@ per node ("Plugin scored node for pod"), each node's total ("Calculated node's f
 the raw score of the resource scorers ("Listed internal info for allocatable resources, requested resources
 and score"); at 2 the outcome ("Successfully bound pod to node" / "Unable to schedule pod; no fit;
 waiting"); at 3 the node and pod events its cache saw. ``SchedulerLog`` reads the file incrementally
-and keeps the latest attempt of each pod. It does not see per-node filter reasons: kube-scheduler does
-not log them (only the aggregated FailedScheduling message).
+and keeps the latest attempt of each pod; ``feed`` takes the same lines from any other source (on kind:
+the scheduler pod's log streamed through the API, ``mockgpu.backends.kind.schedresults``).
+It does not see per-node filter reasons: kube-scheduler does not log them (only the aggregated
+FailedScheduling message).
 """
 
 from __future__ import annotations
@@ -49,9 +51,11 @@ def _key(obj: Any) -> str:
 class SchedulerLog:
     """Incremental reader of one kube-scheduler JSON log (thread-safe)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path | None = None) -> None:
+        """``path``: the log file ``read`` follows; None when the lines come through ``feed`` only."""
+        self.path = Path(path) if path is not None else None
         self._offset = 0
+        self._partial = b""  # a line ``feed`` got only part of so far
         self._lock = threading.Lock()
         self.nodes: set[str] = set()  # nodes in the scheduler's cache
         self.pods: set[str] = set()  # assigned pods its cache has seen (namespace/name)
@@ -59,6 +63,9 @@ class SchedulerLog:
         self.finished: list[str] = []  # pods whose latest attempt ended, in order (drained by the caller)
 
     def read(self) -> None:
+        """Take what the file gained since the last read (nothing without a file)."""
+        if self.path is None:
+            return
         with self._lock:
             try:
                 with self.path.open("rb") as fh:
@@ -68,12 +75,23 @@ class SchedulerLog:
                 return
             end = data.rfind(b"\n") + 1
             self._offset += end
-            for raw in data[:end].splitlines():
-                if raw.startswith(b"{"):
-                    try:
-                        self._record(json.loads(raw))
-                    except (ValueError, KeyError, TypeError):
-                        continue
+            self._records(data[:end])
+
+    def feed(self, data: bytes) -> None:
+        """Take the next bytes of the log from elsewhere (a stream); a line cut short waits for its end."""
+        with self._lock:
+            data = self._partial + data
+            end = data.rfind(b"\n") + 1
+            self._partial = data[end:]
+            self._records(data[:end])
+
+    def _records(self, data: bytes) -> None:
+        for raw in data.splitlines():
+            if raw.startswith(b"{"):
+                try:
+                    self._record(json.loads(raw))
+                except (ValueError, KeyError, TypeError):
+                    continue
 
     def _record(self, rec: dict[str, Any]) -> None:
         msg = rec.get("msg")
