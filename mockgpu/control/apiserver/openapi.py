@@ -123,6 +123,11 @@ SCHEMAS["CronJob"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
     jobTemplate=_obj(metadata=OBJECT_META, spec=SCHEMAS["Job"]["spec"], __go__="JobTemplateSpec"),
     __go__="CronJobSpec"), status=_STATUS | {GO: "CronJobStatus"}, __go__="CronJob")
 
+#: resource.k8s.io/v1: the top level is checked; spec and status are stored as written and validated by
+#: ``resourcev1`` (which tolerates values of the wrong JSON type: they fail validation, not decoding)
+for _kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
+    SCHEMAS[_kind] = _obj("spec", "status", apiVersion=S, kind=S, metadata=OBJECT_META, __go__=_kind)
+
 
 def unknown_fields(kind: str, obj: Any) -> list[str]:
     """Paths of fields the kind does not have, as strict decoding names them (``spec.containers[0].foo``)."""
