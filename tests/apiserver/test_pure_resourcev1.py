@@ -51,7 +51,8 @@ def counters_slice() -> dict[str, Any]:
             "spec": {"driver": "gpu.mockgpu.io", "nodeName": "node-1",
                      "pool": {"name": "node-1", "generation": 0, "resourceSliceCount": 2},
                      "sharedCounters": [{"name": "gpu-0-counters", "counters": {
-                         f"memory-slice-{k}": {"value": "1"} for k in range(8)} | {"multiprocessors": {"value": "98"}}}]}}
+                         f"memory-slice-{k}": {"value": "1"} for k in range(8)}
+                         | {"multiprocessors": {"value": "98"}}}]}}
 
 
 def ns_of(kind: str) -> str | None:

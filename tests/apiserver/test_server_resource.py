@@ -74,7 +74,7 @@ def test_crud_through_the_official_client(res: Any) -> None:
     assert [c.metadata.name for c in res.list_namespaced_resource_claim("default").items] == ["c1"]
     s = res.create_resource_slice(slice_body("node-1-gpus", "node-1"))
     assert s.spec.devices[0].attributes["type"].string == "gpu" and s.metadata.generation == 1
-    s.spec.devices[0].attributes["index"] = {"int": 7}
+    s.spec.devices[0].attributes["index"] = client.V1DeviceAttribute(int=7)
     s = res.replace_resource_slice("node-1-gpus", s)
     assert s.metadata.generation == 2 and s.spec.devices[0].attributes["index"].int == 7
 

@@ -146,8 +146,8 @@ _CLAIM_STATUS = _open(allocation=_open(devices=_open(results=[_open(
     __go__="DeviceAllocationResult"), __go__="AllocationResult"),
     reservedFor=[_open(apiGroup=S, resource=S, name=S, uid=S, __go__="ResourceClaimConsumerReference")],
     __go__="ResourceClaimStatus")
-_DEVICE = _open(name=S, nodeName=S, allNodes=B, consumesCounters=[_open(counterSet=S, __go__="DeviceCounterConsumption")],
-                __go__="Device")
+_DEVICE = _open(name=S, nodeName=S, allNodes=B,
+                consumesCounters=[_open(counterSet=S, __go__="DeviceCounterConsumption")], __go__="Device")
 SCHEMAS.update({
     "DeviceClass": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_open(
         selectors=_CEL_SELECTORS, config=[_open(opaque=_OPAQUE, __go__="DeviceClassConfiguration")],

@@ -49,7 +49,8 @@ from mockgpu.control.apiserver.status import (
 GROUP = "resource.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 #: kind → (plural, namespaced)
-KINDS: dict[str, tuple[str, bool]] = {"DeviceClass": ("deviceclasses", False), "ResourceSlice": ("resourceslices", False),
+KINDS: dict[str, tuple[str, bool]] = {"DeviceClass": ("deviceclasses", False),
+                                      "ResourceSlice": ("resourceslices", False),
                                       "ResourceClaim": ("resourceclaims", True),
                                       "ResourceClaimTemplate": ("resourceclaimtemplates", True)}
 API_VERSIONS = {kind: API_VERSION for kind in KINDS}
