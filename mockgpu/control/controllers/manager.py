@@ -3,10 +3,11 @@
 Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
 DaemonSets, CronJobs, StatefulSets, nodes, ResourceClaims and ResourceClaimTemplates (a node change requeues
 every DaemonSet). Every change enqueues the objects it concerns (the object, its controller owner, the
-dependents of a deleted owner), and one worker thread runs each key's controller — so controllers never race each other, and a key that changes while queued is synced
-once. Writes go through to the cache from the API's answers, so a sync that just created pods sees them on the
-next pass (what upstream's "expectations" achieve). Keys that must be looked at again later (minReadySeconds,
-progress deadlines, Job back-off) are requeued with a delay.
+dependents of a deleted owner), and one worker thread runs each key's controller — so controllers never race
+each other, and a key that changes while queued is synced once. Writes go through to the cache from the API's
+answers, so a sync that just created pods sees them on the next pass (what upstream's "expectations" achieve).
+Keys that must be looked at again later (minReadySeconds, progress deadlines, Job back-off) are requeued with a
+delay.
 """
 
 from __future__ import annotations
