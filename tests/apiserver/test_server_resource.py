@@ -213,3 +213,26 @@ def test_pod_claims_are_validated_and_status_records_written(cluster: Any, core:
             {"name": "other", "resourceClaimName": "x"}]}})
     assert info.value.status == 422
     core.delete_namespaced_pod("dra", "default")
+
+
+def test_watch_resource_slices_and_claims(res: Any, raw: Any) -> None:
+    from kubernetes import watch
+
+    rv = res.list_resource_slice().metadata.resource_version
+    res.create_resource_slice(slice_body("watched", "node-3"))
+    res.create_namespaced_resource_claim("default", claim_body("watched"))
+    try:
+        events = [(e["type"], e["object"].metadata.name, type(e["object"]).__name__)
+                  for e in watch.Watch().stream(res.list_resource_slice, resource_version=rv, timeout_seconds=1)]
+        assert events == [("ADDED", "watched", "V1ResourceSlice")]
+        # the client's watch cannot deserialize claims (it derives the model name V1ResourceClaim from
+        # ResourceV1ResourceClaimList), so the claim watch is read raw
+        code, data, _ = raw.request("GET", f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims?watch=1&"
+                                           f"resourceVersion={rv}&timeoutSeconds=1")
+        assert code == 200
+        events = [json.loads(line) for line in data.splitlines() if line.strip()]
+        assert [(e["type"], e["object"]["kind"], e["object"]["metadata"]["name"]) for e in events] == [
+            ("ADDED", "ResourceClaim", "watched")]
+    finally:
+        res.delete_resource_slice("watched")
+        res.delete_namespaced_resource_claim("watched", "default")
