@@ -266,6 +266,18 @@ def test_slice_errors(mutate: Mut, want: list[tuple[str, str]]) -> None:
     assert causes("ResourceSlice", s) == want
 
 
+@pytest.mark.parametrize(("name", "ok"), [("example.com/gpu", True), ("nvidia.com/gpu", True), ("gpu", False),
+                                         ("kubernetes.io/gpu", False), ("requests.example.com/gpu", False)])
+def test_device_class_extended_resource_name(name: str, ok: bool) -> None:
+    dc = device_class()
+    dc["spec"]["extendedResourceName"] = name
+    if ok:
+        assert default_and_validate("DeviceClass", dc, namespace=None)["spec"]["extendedResourceName"] == name
+    else:
+        assert causes("DeviceClass", dc) == [("spec.extendedResourceName",
+                                              f'Invalid value: "{name}": must be a valid extended resource name')]
+
+
 def test_counter_set_errors() -> None:
     s = counters_slice()
     s["spec"]["sharedCounters"].append({"name": "gpu-0-counters", "counters": {}})

@@ -639,6 +639,12 @@ def validate_slice_spec(spec: Any, old_spec: Any) -> list[FieldError]:
     return errs
 
 
+def is_extended_resource_name(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: prefixed outside kubernetes.io, and ``requests.<name>`` qualified."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.") and not names.qualified_name("requests." + name)
+
+
 # ---- the kinds ------------------------------------------------------------------------------------------
 
 def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str = "") -> list[FieldError]:
@@ -650,7 +656,7 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subreso
         errs = _selectors(_d(spec).get("selectors"), "spec.selectors", stored)
         errs += _set(_l(_d(spec).get("config")), CONFIG_MAX, "spec.config", _opaque, None)
         ext = _d(spec).get("extendedResourceName")
-        if ext is not None and ("/" not in _s(ext) or "kubernetes.io/" in _s(ext) or names.qualified_name(_s(ext))):
+        if ext is not None and not is_extended_resource_name(_s(ext)):
             errs.append(field_invalid("spec.extendedResourceName", ext, "must be a valid extended resource name"))
         return errs
     if kind == "ResourceSlice":
