@@ -99,6 +99,10 @@ def test_defaults_as_upstream() -> None:
     req0(c)["firstAvailable"] = [{"name": "big", "deviceClassName": "gpu.mockgpu.io"}]
     sub = req0(default_and_validate("ResourceClaim", c, namespace="default"))["firstAvailable"][0]
     assert (sub["allocationMode"], sub["count"]) == ("ExactCount", 1)
+    s = resource_slice()
+    s["spec"]["devices"][0]["taints"] = [{"key": "example.com/broken", "effect": "NoSchedule"}]
+    taint = default_and_validate("ResourceSlice", s, namespace=None)["spec"]["devices"][0]["taints"][0]
+    assert taint["timeAdded"].endswith("Z") and len(taint["timeAdded"]) == len("2026-01-01T00:00:00Z")
     t = default_and_validate("ResourceClaimTemplate", template(), namespace="default")
     assert t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
     dc = default_and_validate("DeviceClass", device_class(), namespace=None)

@@ -4,7 +4,8 @@ Follows kube-apiserver v1.37's registry strategies and validation (``pkg/registr
 ``pkg/apis/resource/validation``, ``pkg/apis/resource/v1/defaults.go``) for the GA fields, with upstream's field
 paths and texts:
 
-- defaults: ``exactly.allocationMode: ExactCount`` and ``count: 1`` (also on ``firstAvailable`` sub-requests);
+- defaults: ``exactly.allocationMode: ExactCount`` and ``count: 1`` (also on ``firstAvailable`` sub-requests),
+  a device taint's ``timeAdded`` (now);
   ``metadata.generation`` 1 on create and bumped on every spec change of DeviceClasses and ResourceSlices;
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
   the spec is immutable (``spec: Invalid value: ...: field is immutable``); status updates check
@@ -32,6 +33,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from mockgpu.control.apiserver import names
@@ -165,6 +167,10 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
     elif kind == "ResourceClaimTemplate":
         default_claim_spec(_d(spec).get("spec"))
     elif kind in ("DeviceClass", "ResourceSlice"):
+        for device in _l(_d(spec).get("devices")) if kind == "ResourceSlice" else []:
+            for taint in _l(_d(device).get("taints")):  # SetDefaults_DeviceTaint
+                if isinstance(taint, dict) and taint.get("timeAdded") is None:
+                    taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         meta = obj.setdefault("metadata", {})
         if old is None:
             meta["generation"] = 1
