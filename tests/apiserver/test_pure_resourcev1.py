@@ -149,7 +149,10 @@ CLAIM_ROWS: list[tuple[str, Mut, list[tuple[str, str]]]] = [
     ("cel-missing", _set([*_EX, "selectors"], [{}]), [(f"{R}.exactly.selectors[0].cel", "Required value")]),
     ("too-many-selectors", _set([*_EX, "selectors"], [{"cel": {"expression": "true"}}] * 33),
      [(f"{R}.exactly.selectors", "Too many: 33: must have at most 32 items")]),
-    ("request-name-required", _set([*_REQ, "name"], _DEL), [(f"{R}.name", "Required value")]),
+    ("request-name-empty", _set([*_REQ, "name"], _DEL),  # ValidateDNS1123Label(""): Invalid, not Required
+     [(f"{R}.name", 'Invalid value: "": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+       "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+       "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]),
     ("request-name-label", _set([*_REQ, "name"], "GPU"),
      [(f"{R}.name", 'Invalid value: "GPU": a lowercase RFC 1123 label must consist of lower case alphanumeric '
        "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "

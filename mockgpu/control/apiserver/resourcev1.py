@@ -333,7 +333,7 @@ def _sub_request(sub: Any, path: str) -> list[FieldError]:
 
 def validate_request(req: Any, path: str) -> list[FieldError]:
     req = _d(req)
-    errs = _label(_s(req.get("name")), f"{path}.name") if req.get("name") else [field_required(f"{path}.name")]
+    errs = _label(_s(req.get("name")), f"{path}.name")  # ValidateDNS1123Label: an empty name is Invalid
     first, exactly = _l(req.get("firstAvailable")), req.get("exactly")
     if first and exactly is not None:
         errs.append(field_invalid(path, None, "exactly one of `exactly` or `firstAvailable` is required, but "
@@ -401,9 +401,7 @@ def _result(result: Any, path: str, request_names: dict[str, set[str] | None]) -
     errs = _request_ref(result.get("request"), f"{path}.request", request_names)
     errs += validate_driver_name(result.get("driver"), f"{path}.driver")
     errs += _pool_name(result.get("pool"), f"{path}.pool")
-    device = _s(result.get("device"))
-    errs += _label(device, f"{path}.device") if device else [field_required(f"{path}.device")]
-    return errs
+    return errs + _label(_s(result.get("device")), f"{path}.device")
 
 
 def validate_node_selector(selector: Any, path: str) -> list[FieldError]:
@@ -531,8 +529,7 @@ def _attribute_values(device: dict[str, Any]) -> int:
 
 def _device(device: Any, path: str, per_device: bool) -> list[FieldError]:
     device = _d(device)
-    name = _s(device.get("name"))
-    errs = _label(name, f"{path}.name") if name else [field_required(f"{path}.name")]
+    errs = _label(_s(device.get("name")), f"{path}.name")
     attributes, capacity = _d(device.get("attributes")), _d(device.get("capacity"))
     total = len(attributes) + len(capacity)
     if total > ATTRIBUTES_AND_CAPACITIES_MAX:
