@@ -22,6 +22,10 @@ paths and texts:
   versions, 64-byte strings, the per-device attribute limits, counter sets and counter consumption, and
   ``pool.name``/``driver``/``nodeName`` immutable.
 
+v1.37 checks some of these rules through declarative validation, which replaces the handwritten error; where
+its wording differs (the attribute union: ``must specify one of: `int`, ...``) this module uses it. Upstream
+appends those declarative errors after the handwritten ones; here every error comes in field order.
+
 Simplified: device taints and tolerations, binding conditions, consumable capacity (request policies), derived
 attributes and node-allocatable mappings (alpha/beta features) are stored but not validated; the bad value of
 the immutable-spec error is printed as the v1 JSON, not Go's dump of the internal struct; CEL type and cost
@@ -467,7 +471,6 @@ def validate_claim_status(new: dict[str, Any], old: dict[str, Any]) -> list[Fiel
 def _attribute(attr: Any, path: str) -> list[FieldError]:
     attr = _d(attr)
     errs: list[FieldError] = []
-    scalars = [k for k in ("bool", "int", "string", "version") if attr.get(k) is not None]
     lists = [k for k in ("bools", "ints", "strings", "versions") if attr.get(k) is not None]
     if attr.get("string") is not None and len(_s(attr["string"])) > ATTRIBUTE_STRING_MAX:
         errs.append(field_too_long(f"{path}.string", ATTRIBUTE_STRING_MAX))
@@ -484,11 +487,17 @@ def _attribute(attr: Any, path: str) -> list[FieldError]:
         if not SEMVER_RE.match(_s(item)):
             errs.append(field_invalid(f"{path}.versions[{i}]", item, "must be a string compatible with semver.org "
                                                                      "spec 2.0.0"))
-    if not scalars and not lists:
-        errs.append(field_invalid(path, "", "exactly one value must be specified"))
-    elif len(scalars) + len(lists) > 1:
-        errs.append(field_invalid(path, _json(attr), "exactly one value must be specified"))
+    # the union is checked by declarative validation in v1.37 (``validate.Union``), which words it so
+    members = ", ".join(f"`{m}`" for m in _ATTRIBUTE_MEMBERS)
+    given = [m for m in _ATTRIBUTE_MEMBERS if attr.get(m) is not None]
+    if not given:
+        errs.append(field_invalid(path, "", f"must specify one of: {members}"))
+    elif len(given) > 1:
+        errs.append(field_invalid(path, "{" + ", ".join(given) + "}", f"must specify exactly one of: {members}"))
     return errs
+
+
+_ATTRIBUTE_MEMBERS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 
 
 def _counters(counters: Any, limit: int, path: str) -> list[FieldError]:
