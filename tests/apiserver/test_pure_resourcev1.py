@@ -207,6 +207,11 @@ CEL_ROWS = [
     ("quantity", 'device.capacity["gpu.mockgpu.io"].memory.compareTo(quantity("10Gi")) >= 0', None),
     ("syntax", "device.driver ==", "compilation failed: ERROR: <input>:1:15: Syntax error: unexpected input\n"
                                    " | device.driver ==\n | ..............^"),
+    ("string-result", "device.driver", "must evaluate to bool or the unknown type, not string"),
+    ("int-literal", "(1)", "must evaluate to bool or the unknown type, not int"),
+    ("bool-literal", "true", None),
+    ("driver-compared", 'device.driver != ""', None),
+    ("attribute-not-evident", 'device.attributes["gpu.mockgpu.io"].model', None),  # simplified: no type checker
     ("undeclared", "dev.driver == 'x'", "compilation failed: ERROR: <input>:1:1: undeclared reference to 'dev' "
                                         "(in container '')\n | dev.driver == 'x'\n | ^"),
 ]

@@ -6,9 +6,11 @@ the DRA CEL environment (``k8s.io/dynamic-resource-allocation/cel``); a failure 
 caret line). Here cel-python parses the expression, and identifiers are checked against the one variable the
 environment declares (``device``), so a syntax error or an undeclared reference is refused in that shape.
 
-Simplified: cel-python has no type checker, so upstream's "must evaluate to bool" output-type check and cost
-estimation are not done (an expression such as ``device.driver`` is accepted here and fails when evaluated), and
-the syntax-error text after the position is cel-python's, not cel-go's ANTLR wording.
+An expression whose result type is evident without a type checker (a literal, or ``device.driver``) and is not
+bool is refused as upstream's output-type check words it: ``must evaluate to bool or the unknown type, not
+string``. Simplified: cel-python has no type checker, so other non-bool results (``device.attributes[...]``
+arithmetic, ...) and cost estimation are not checked here (they fail when evaluated), and the syntax-error text
+after the position is cel-python's, not cel-go's ANTLR wording.
 """
 
 from __future__ import annotations
@@ -42,6 +44,29 @@ def _bound(tree: Tree) -> set[str]:
     return out
 
 
+_LITERAL_TYPES = {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
+                  "BYTES_LIT": "bytes", "BOOL_LIT": "bool", "NULL_LIT": "null_type"}
+
+
+def evident_type(tree: Tree) -> str | None:
+    """The result type of an expression that is only a literal or ``device.driver``; None when not evident."""
+    node = tree
+    while isinstance(node, Tree) and len(node.children) == 1 and isinstance(node.children[0], Tree):
+        node = node.children[0]  # through expr, conditionalor, ..., primary and parentheses
+    if not isinstance(node, Tree):
+        return None
+    if node.data == "literal" and node.children and isinstance(node.children[0], Token):
+        return _LITERAL_TYPES.get(node.children[0].type)
+    if node.data == "member_dot" and len(node.children) == 2 and str(node.children[1]) == "driver":
+        idents = [t for t in node.children[0].iter_subtrees() if t.data == "ident"] \
+            if isinstance(node.children[0], Tree) else []
+        if len(idents) == 1 and str(idents[0].children[0]) == "device" and \
+                not any(t.data != "ident" and t.data not in ("member", "primary")
+                        for t in node.children[0].iter_subtrees()):
+            return "string"
+    return None
+
+
 def compile_error(expression: str) -> str | None:
     """None when ``expression`` compiles; else the detail upstream's validation puts in the 422 cause."""
     try:
@@ -62,4 +87,7 @@ def compile_error(expression: str) -> str | None:
             line, column = getattr(token, "line", 1) or 1, (getattr(token, "column", 1) or 1)
             return (f"compilation failed: ERROR: <input>:{line}:{column}: undeclared reference to '{name}' "
                     f"(in container ''){_caret(expression, line, column)}")
+    result = evident_type(tree)
+    if result is not None and result != "bool":
+        return f"must evaluate to bool or the unknown type, not {result}"
     return None
