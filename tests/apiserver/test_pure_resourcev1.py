@@ -353,6 +353,16 @@ STATUS_ROWS: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, str
                                                                           request="cpu")]}}},
      [("status.allocation.devices.results[0].request", 'Invalid value: "cpu": must be the name of a request in the '
        "claim or the name of a request and a subrequest separated by '/'")]),
+    ("device-status-ok", {"allocation": ALLOCATION},
+     {"allocation": ALLOCATION, "devices": [{"driver": "gpu.mockgpu.io", "pool": "node-1", "device": "gpu-0",
+                                             "data": {"uuid": "GPU-1"}}]}, []),
+    ("device-status-not-allocated", {"allocation": ALLOCATION},
+     {"allocation": ALLOCATION, "devices": [{"driver": "gpu.mockgpu.io", "pool": "node-1", "device": "gpu-1"}]},
+     [("status.devices[0]", "Invalid value: gpu.mockgpu.io/node-1/gpu-1: must be an allocated device in the claim")]),
+    ("device-status-data-not-object", {"allocation": ALLOCATION},
+     {"allocation": ALLOCATION, "devices": [{"driver": "gpu.mockgpu.io", "pool": "node-1", "device": "gpu-0",
+                                             "data": [1]}]},
+     [("status.devices[0].data", 'Invalid value: "<value omitted>": must be a valid JSON object')]),
     ("allocation-immutable", {"allocation": ALLOCATION},
      {"allocation": {**ALLOCATION, "devices": {"results": [dict(ALLOCATION["devices"]["results"][0],
                                                                 device="gpu-1")]}}},
@@ -370,6 +380,10 @@ def test_claim_status_update_errors(old_status: dict[str, Any], new_status: dict
     old["status"] = old_status
     new = copy.deepcopy(old)
     new["status"] = new_status
+    if not want:
+        assert default_and_validate("ResourceClaim", new, namespace="default", old=old, subresource="status")[
+            "status"] == new_status
+        return
     assert causes("ResourceClaim", new, old, "status") == want
 
 

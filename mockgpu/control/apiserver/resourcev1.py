@@ -10,6 +10,7 @@ paths and texts:
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
   the spec is immutable (``spec: Invalid value: ...: field is immutable``); status updates check
   ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
+  ``devices`` (the drivers' per-device status: names, an allocated device, conditions, data, network data),
   an allocation being immutable once set and new allocation results (request names of the claim, driver, pool
   and device names);
 - ResourceClaimTemplate: the spec is immutable; ``spec.metadata`` labels and annotations are validated;
@@ -85,6 +86,10 @@ ID_MAX = 32
 CEL_MAX_LENGTH = 10 * 1024
 OPAQUE_PARAMETERS_MAX = 10 * 1024
 POOL_NAME_MAX = 253
+
+DEVICE_STATUS_CONDITIONS_MAX = 8
+DEVICE_STATUS_DATA_MAX = 10 * 1024
+NETWORK_IPS_MAX = 16
 
 ALLOCATION_MODES = ("All", "ExactCount")
 IMMUTABLE = "field is immutable"
@@ -437,12 +442,51 @@ def validate_node_selector(selector: Any, path: str) -> list[FieldError]:
     return errs
 
 
+def _device_status(entry: Any, path: str, allocated: set[str]) -> list[FieldError]:
+    """``validateDeviceStatus``: names, an allocated device, at most 8 conditions, ``data`` a JSON object,
+    network data lengths. (The bad value of "must be an allocated device" is printed ``driver/pool/device``.)"""
+    entry = _d(entry)
+    errs = validate_driver_name(entry.get("driver"), f"{path}.driver")
+    errs += _pool_name(entry.get("pool"), f"{path}.pool")
+    errs += _label(_s(entry.get("device")), f"{path}.device")
+    key = "/".join(_s(entry.get(k)) for k in ("driver", "pool", "device")) + (
+        f"/{entry['shareID']}" if entry.get("shareID") else "")
+    if key not in allocated:
+        errs.append(field_invalid(path, GoValue(key), "must be an allocated device in the claim"))
+    conditions = _l(entry.get("conditions"))
+    if len(conditions) > DEVICE_STATUS_CONDITIONS_MAX:
+        errs.append(too_many(f"{path}.conditions", len(conditions), DEVICE_STATUS_CONDITIONS_MAX))
+    data = entry.get("data")
+    if data is not None:
+        if len(json.dumps(data)) > DEVICE_STATUS_DATA_MAX:
+            errs.append(field_too_long(f"{path}.data", DEVICE_STATUS_DATA_MAX))
+        elif not isinstance(data, dict):
+            errs.append(field_invalid(f"{path}.data", "<value omitted>", "must be a valid JSON object"))
+    network = _d(entry.get("networkData"))
+    for key, limit in (("interfaceName", 256), ("hardwareAddress", 128)):
+        if len(_s(network.get(key))) > limit:
+            errs.append(field_too_long(f"{path}.networkData.{key}", limit))
+    ips = _l(network.get("ips"))
+    if len(ips) > NETWORK_IPS_MAX:
+        errs.append(too_many(f"{path}.networkData.ips", len(ips), NETWORK_IPS_MAX))
+    return errs
+
+
 def validate_claim_status(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     """``ValidateResourceClaimStatusUpdate`` (``status`` of ``new`` against the stored ``old``)."""
     status, old_status = _d(new.get("status")), _d(old.get("status"))
     reserved = _l(status.get("reservedFor"))
     errs = _set(reserved, RESERVED_FOR_MAX, "status.reservedFor", _consumer, lambda r: _s(_d(r).get("uid")))
     allocation, old_allocation = status.get("allocation"), old_status.get("allocation")
+    allocated = {"/".join(_s(_d(r).get(k)) for k in ("driver", "pool", "device"))
+                 + (f"/{_d(r)['shareID']}" if _d(r).get("shareID") else "")
+                 for r in _l(_d(_d(allocation).get("devices")).get("results"))}
+
+    def device_status(entry: Any, path: str) -> list[FieldError]:
+        return _device_status(entry, path, allocated)
+
+    errs += _set(_l(status.get("devices")), -1, "status.devices", device_status,
+                 lambda d: "/".join(_s(_d(d).get(k)) for k in ("driver", "pool", "device", "shareID")))
     if reserved:
         if allocation is None:
             errs.append(field_forbidden("status.reservedFor", "may not be specified when `allocated` is not set"))
