@@ -104,6 +104,9 @@ def test_defaults_as_upstream() -> None:
     taint = default_and_validate("ResourceSlice", s, namespace=None)["spec"]["devices"][0]["taints"][0]
     assert taint["timeAdded"].endswith("Z") and len(taint["timeAdded"]) == len("2026-01-01T00:00:00Z")
     t = default_and_validate("ResourceClaimTemplate", template(), namespace="default")
+    assert t["spec"]["metadata"] == {}  # Go encodes the template's ObjectMeta struct even when empty
+    empty = default_and_validate("ResourceClaim", {"metadata": {"name": "e"}}, namespace="default")
+    assert (empty["spec"], empty["status"]) == ({"devices": {}}, {})
     assert t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
     dc = default_and_validate("DeviceClass", device_class(), namespace=None)
     assert dc["metadata"]["generation"] == 1

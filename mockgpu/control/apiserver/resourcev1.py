@@ -163,8 +163,19 @@ def default_claim_spec(spec: Any) -> None:
 
 
 def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
-    """Defaults, then PrepareForCreate/PrepareForUpdate of the kind's strategy."""
-    spec = obj.get("spec")
+    """Defaults, then PrepareForCreate/PrepareForUpdate of the kind's strategy. Struct fields Go always encodes
+    (``spec``, a claim spec's ``devices``, a template's ``spec.metadata``) are filled with ``{}`` as upstream
+    returns them."""
+    spec = obj.setdefault("spec", {}) if obj.get("spec") is None else obj["spec"]
+    if isinstance(spec, dict):
+        if kind == "ResourceClaim" and spec.get("devices") is None:
+            spec["devices"] = {}
+        if kind == "ResourceClaimTemplate":
+            if spec.get("metadata") is None:
+                spec["metadata"] = {}
+            inner = spec.setdefault("spec", {}) if spec.get("spec") is None else spec["spec"]
+            if isinstance(inner, dict) and inner.get("devices") is None:
+                inner["devices"] = {}
     if kind == "ResourceClaim":
         default_claim_spec(spec)
         if old is None:
