@@ -291,7 +291,8 @@ class APIApp:
         body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
-        if t.info.plural in ("pods", "namespaces") or not removed:
+        if t.info.plural in ("pods", "namespaces") or t.info.group == "resource.k8s.io" or not removed:
+            # resource.k8s.io stores return the deleted object (upstream ``ReturnDeletedObject``)
             return json_response(self.present(t.info, obj))
         meta = obj["metadata"]
         return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))

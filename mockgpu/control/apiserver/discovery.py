@@ -5,7 +5,8 @@ kube-apiserver's (``metav1.APIVersions``, ``APIResourceList``, ``APIGroupList`` 
 the aggregated ``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``). Only the core group is served by the
 embedded server's core resources plus the few named groups in :data:`GROUP_RESOURCES` (Leases, events.k8s.io
 Events over the core Event storage, apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, batch/v1 Jobs
-and CronJobs, and the self-reviews
+and CronJobs, resource.k8s.io/v1 DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, and
+the self-reviews
 for ``kubectl auth can-i`` and ``whoami``).
 """
 
@@ -117,6 +118,15 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
             Subresource("status", "Job", _STATUS),)),
         "cronjobs": ResourceInfo("cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
                                  group="batch", subresources=(Subresource("status", "CronJob", _STATUS),))},
+    "resource.k8s.io/v1": {  # Dynamic Resource Allocation (see ``resourcev1``); upstream has no short names here
+        "deviceclasses": ResourceInfo("deviceclasses", "deviceclass", "DeviceClass", False, group="resource.k8s.io"),
+        "resourceclaims": ResourceInfo("resourceclaims", "resourceclaim", "ResourceClaim", True,
+                                       group="resource.k8s.io",
+                                       subresources=(Subresource("status", "ResourceClaim", _STATUS),)),
+        "resourceclaimtemplates": ResourceInfo("resourceclaimtemplates", "resourceclaimtemplate",
+                                               "ResourceClaimTemplate", True, group="resource.k8s.io"),
+        "resourceslices": ResourceInfo("resourceslices", "resourceslice", "ResourceSlice", False,
+                                       group="resource.k8s.io")},
     "authentication.k8s.io/v1": {
         "selfsubjectreviews": ResourceInfo("selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
                                            ("create",), group="authentication.k8s.io")},
@@ -124,7 +134,9 @@ GROUP_RESOURCES: dict[str, dict[str, ResourceInfo]] = {
 
 KIND_TO_PLURAL: dict[str, str] = {info.kind: plural for plural, info in RESOURCES.items()} | {
     "Lease": "leases", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
-    "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
+    "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets", "DeviceClass": "deviceclasses",
+    "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
+    "ResourceSlice": "resourceslices"}
 
 
 def served(group_version: str) -> dict[str, ResourceInfo] | None:

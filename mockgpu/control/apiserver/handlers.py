@@ -20,7 +20,7 @@ from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
 STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs", "daemonsets", "cronjobs",
-                      "statefulsets"}
+                      "statefulsets", "resourceclaims"}
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 

@@ -124,6 +124,44 @@ SCHEMAS["CronJob"] = _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
     __go__="CronJobSpec"), status=_STATUS | {GO: "CronJobStatus"}, __go__="CronJob")
 
 
+
+def _open(**fields: Any) -> dict[str, Any]:
+    """An object whose listed fields are type-checked and whose other fields are stored unchecked."""
+    return {OPEN: True, **fields}
+
+
+#: resource.k8s.io/v1: the fields ``resourcev1`` reads are typed (a wrong JSON type is the decoder's 400); the
+#: objects are open, so newer or alpha fields are stored without a strict-decoding error (simplified)
+_CEL_SELECTORS = [_open(cel=_open(expression=S, __go__="CELDeviceSelector"), __go__="DeviceSelector")]
+_OPAQUE = _open(driver=S, __go__="OpaqueDeviceConfiguration")
+_EXACT = dict(deviceClassName=S, selectors=_CEL_SELECTORS, allocationMode=S, count=INT, adminAccess=B)
+_CLAIM_SPEC = _open(devices=_open(
+    requests=[_open(name=S, exactly=_open(**_EXACT, __go__="ExactDeviceRequest"),
+                    firstAvailable=[_open(name=S, **_EXACT, __go__="DeviceSubRequest")], __go__="DeviceRequest")],
+    constraints=[_open(requests=SL, matchAttribute=S, distinctAttribute=S, __go__="DeviceConstraint")],
+    config=[_open(requests=SL, opaque=_OPAQUE, __go__="DeviceClaimConfiguration")], __go__="DeviceClaim"),
+    __go__="ResourceClaimSpec")
+_CLAIM_STATUS = _open(allocation=_open(devices=_open(results=[_open(
+    request=S, driver=S, pool=S, device=S, adminAccess=B, __go__="DeviceRequestAllocationResult")],
+    __go__="DeviceAllocationResult"), __go__="AllocationResult"),
+    reservedFor=[_open(apiGroup=S, resource=S, name=S, uid=S, __go__="ResourceClaimConsumerReference")],
+    __go__="ResourceClaimStatus")
+_DEVICE = _open(name=S, nodeName=S, allNodes=B,
+                consumesCounters=[_open(counterSet=S, __go__="DeviceCounterConsumption")], __go__="Device")
+SCHEMAS.update({
+    "DeviceClass": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_open(
+        selectors=_CEL_SELECTORS, config=[_open(opaque=_OPAQUE, __go__="DeviceClassConfiguration")],
+        extendedResourceName=S, __go__="DeviceClassSpec"), __go__="DeviceClass"),
+    "ResourceClaim": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_CLAIM_SPEC, status=_CLAIM_STATUS,
+                          __go__="ResourceClaim"),
+    "ResourceClaimTemplate": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_obj(
+        metadata=OBJECT_META, spec=_CLAIM_SPEC, __go__="ResourceClaimTemplateSpec"), __go__="ResourceClaimTemplate"),
+    "ResourceSlice": _obj(apiVersion=S, kind=S, metadata=OBJECT_META, spec=_open(
+        driver=S, nodeName=S, allNodes=B, perDeviceNodeSelection=B,
+        pool=_open(name=S, generation=INT, resourceSliceCount=INT, __go__="ResourcePool"), devices=[_DEVICE],
+        sharedCounters=[_open(name=S, __go__="CounterSet")], __go__="ResourceSliceSpec"), __go__="ResourceSlice"),
+})
+
 def unknown_fields(kind: str, obj: Any) -> list[str]:
     """Paths of fields the kind does not have, as strict decoding names them (``spec.containers[0].foo``)."""
     schema = SCHEMAS.get(kind)

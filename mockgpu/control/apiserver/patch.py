@@ -35,6 +35,7 @@ MERGE_KEYS: dict[str, str] = {
     "spec.topologySpreadConstraints": "topologyKey", "spec.schedulingGates": "name", "spec.resourceClaims": "name",
     "spec.podCIDRs": "", "status.conditions": "type", "status.podIPs": "ip", "status.hostIPs": "ip",
     "status.addresses": "type", "secrets": "name",
+    "status.resourceClaimStatuses": "name", "status.reservedFor": "uid",  # pods; resource.k8s.io ResourceClaims
 }
 # the pod spec inside the templates of Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs merges as a pod's does
 MERGE_KEYS.update({f"{prefix}{k}": v for k, v in list(MERGE_KEYS.items()) if k.startswith("spec.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 _META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
-               "StatusCause", "Time", "MicroTime", "LabelSelector", "LabelSelectorRequirement"}
+               "StatusCause", "Time", "MicroTime", "LabelSelector", "LabelSelectorRequirement", "Condition"}
 _PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
             "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding",
             "Service": "V1Service"}
@@ -19,7 +19,12 @@ GROUP_PY_KINDS: dict[str, dict[str, str]] = {"coordination.k8s.io/v1": {"Lease":
                                              "events.k8s.io/v1": {"Event": "EventsV1Event"},
                                              "apps/v1": {"Deployment": "V1Deployment", "ReplicaSet": "V1ReplicaSet",
                                                          "DaemonSet": "V1DaemonSet", "StatefulSet": "V1StatefulSet"},
-                                             "batch/v1": {"Job": "V1Job", "CronJob": "V1CronJob"}}
+                                             "batch/v1": {"Job": "V1Job", "CronJob": "V1CronJob"},
+                                             "resource.k8s.io/v1": {
+                                                 "DeviceClass": "V1DeviceClass",
+                                                 "ResourceClaim": "ResourceV1ResourceClaim",
+                                                 "ResourceClaimTemplate": "V1ResourceClaimTemplate",
+                                                 "ResourceSlice": "V1ResourceSlice"}}
 #: model-name prefixes of the apps and batch groups' sub-types (``V1DeploymentSpec``, ``V1PodFailurePolicyRule``)
 _PY_GROUP_PREFIXES = (("V1Deployment", "apps"), ("V1ReplicaSet", "apps"), ("V1RollingUpdateDeployment", "apps"),
                       ("V1Job", "batch"), ("V1PodFailurePolicy", "batch"), ("V1SuccessPolicy", "batch"),
@@ -43,6 +48,8 @@ PATCH_META: dict[tuple[str, str], tuple[str, str]] = {
     ("V1PodStatus", "hostIPs"): ("ip", "merge"), ("V1NodeStatus", "conditions"): ("type", "merge"),
     ("V1NodeStatus", "addresses"): ("type", "merge"), ("V1NodeSpec", "podCIDRs"): ("", "merge"),
     ("V1ServiceAccount", "secrets"): ("name", "merge"),
+    ("V1PodStatus", "resourceClaimStatuses"): ("name", "merge,retainKeys"),
+    ("V1ResourceClaimStatus", "reservedFor"): ("uid", "merge"),
 }
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _QUANTITY_MAPS = {"limits", "requests", "capacity", "allocatable", "overhead", "hard", "used"}
@@ -52,11 +59,37 @@ _PRIMITIVES = {"str": {"type": "string"}, "int": {"type": "integer", "format": "
                "bytes": {"type": "string", "format": "byte"}, "bytearray": {"type": "string", "format": "byte"}}
 
 
+def resource_models() -> frozenset[str]:
+    """The client's models of the resource.k8s.io/v1 types: everything its kinds reach but meta and core types."""
+    if _RESOURCE_MODELS:
+        return _RESOURCE_MODELS[0]
+    from kubernetes.client import models
+    todo, seen = list(GROUP_PY_KINDS["resource.k8s.io/v1"].values()), set()
+    while todo:
+        name = todo.pop()
+        model = getattr(models, name, None)
+        if model is None or name in seen or name.startswith("V1NodeSelector") \
+                or name.removeprefix("V1") in _META_TYPES:
+            continue
+        seen.add(name)
+        for typ in model.openapi_types.values():
+            for part in typ.replace("List[", " ").replace("Dict[", " ").replace("]", " ").replace(",", " ").split():
+                if part[:1].isupper() and part != "V1ObjectMeta":
+                    todo.append(part)
+    _RESOURCE_MODELS.append(frozenset(seen))
+    return _RESOURCE_MODELS[0]
+
+
+_RESOURCE_MODELS: list[frozenset[str]] = []
+
+
 def schema_name(model: str) -> str:
     """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
-    short = model.removeprefix("CoreV1").removeprefix("EventsV1").removeprefix("V1")
+    short = model.removeprefix("CoreV1").removeprefix("EventsV1").removeprefix("ResourceV1").removeprefix("V1")
     if short in _META_TYPES:
         return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"
+    if model in resource_models():
+        return f"io.k8s.api.resource.v1.{short}"
     group = _PY_GROUP.get(model) or next((g for p, g in _PY_GROUP_PREFIXES if model.startswith(p)), "core")
     return f"io.k8s.api.{group}.v1.{short}"
 

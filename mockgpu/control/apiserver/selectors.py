@@ -240,6 +240,12 @@ FIELD_LABELS: dict[str, dict[str, Callable[[dict[str, Any]], str]]] = {
     "nodes": {"metadata.name": _META["metadata.name"],
               "spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get("unschedulable") else "false"},
     "namespaces": {"metadata.name": _META["metadata.name"], "status.phase": _path("status", "phase")},
+    # cluster-scoped: metadata.name only, plus the slice's node, driver and pool (``toSelectableFields``)
+    "resourceslices.resource.k8s.io": {"metadata.name": _META["metadata.name"],
+                                       "spec.nodeName": _path("spec", "nodeName"),
+                                       "spec.driver": _path("spec", "driver"),
+                                       "spec.pool.name": _path("spec", "pool", "name")},
+    "deviceclasses.resource.k8s.io": {"metadata.name": _META["metadata.name"]},
 }
 
 

@@ -2,7 +2,8 @@
 
 Columns, cell values and the status logic follow ``pkg/printers/internalversion`` (pods, nodes, events,
 namespaces, configmaps, serviceaccounts, services, leases, deployments, replicasets, jobs, daemonsets,
-cronjobs, statefulsets); like the real server every table is generated "wide", and kubectl hides priority-1
+cronjobs, statefulsets, and resource.k8s.io's deviceclasses, resourceclaims, resourceclaimtemplates,
+resourceslices); like the real server every table is generated "wide", and kubectl hides priority-1
 columns unless ``-o wide``. Other resources get upstream's default table (Name, Created At). Ages are
 ``HumanDuration`` texts measured from a ``now`` the caller passes.
 """
@@ -473,6 +474,41 @@ def cronjob_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
 LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
                  AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
+CLAIM_COLUMNS = [NAME, _col("State", "A summary of the current state (allocated, pending, reserved, etc.)."), AGE]
+SLICE_COLUMNS = [NAME, _col("Node", (
+    "NodeName identifies the node which provides the resources in this pool. A field selector can be used to list "
+    "only ResourceSlice objects belonging to a certain node.\n\nThis field can be used to limit access from nodes to "
+    "ResourceSlices with the same node name. It also indicates to autoscalers that adding new nodes of the same type "
+    "as some old node might also make new resources available.\n\nExactly one of NodeName, NodeSelector, AllNodes, "
+    "and PerDeviceNodeSelection must be set. This field is immutable.")), _col("Driver", (
+        "Driver identifies the DRA driver providing the capacity information. A field selector can be used to list "
+        "only ResourceSlice objects with a certain driver name.\n\nMust be a DNS subdomain and should end with a DNS "
+        "domain owned by the vendor of the driver. It should use only lower case characters. This field is "
+        "immutable.")), _col("Pool", (
+            "Name is used to identify the pool. For node-local devices, this is often the node name, but this is not "
+            "required. A field selector can be used to list only ResourceSlice objects belonging to a certain pool."
+            "\n\nIt must not be longer than 253 characters and must consist of one or more DNS sub-domains separated "
+            "by slashes. This field is immutable.")), AGE]
+
+
+def resource_claim_state(claim: dict[str, Any]) -> str:
+    """upstream ``resourceClaimState``: ``deleted``, ``pending``, ``allocated``, ``reserved`` joined by commas."""
+    status = claim.get("status") or {}
+    deleted = bool(_meta(claim).get("deletionTimestamp"))
+    states = ["deleted"] if deleted else []
+    if not status.get("allocation"):
+        if not deleted:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
+def _slice_cells(obj: dict[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    return [spec.get("nodeName") or "", spec.get("driver") or "", (spec.get("pool") or {}).get("name") or ""]
 
 
 def _named(cells: Callable[[dict[str, Any]], list[Any]]) -> Callable[[dict[str, Any], datetime], dict[str, Any]]:
@@ -496,6 +532,10 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any], dateti
     "daemonsets": (DAEMONSET_COLUMNS, daemonset_row),
     "cronjobs": (CRONJOB_COLUMNS, cronjob_row),
     "statefulsets": (STATEFULSET_COLUMNS, statefulset_row),
+    "deviceclasses": ([NAME, AGE], _named(lambda o: [])),
+    "resourceclaims": (CLAIM_COLUMNS, _named(lambda o: [resource_claim_state(o)])),
+    "resourceclaimtemplates": ([NAME, AGE], _named(lambda o: [])),
+    "resourceslices": (SLICE_COLUMNS, _named(_slice_cells)),
 }
 
 

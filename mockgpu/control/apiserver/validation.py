@@ -13,7 +13,16 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.control.apiserver import coordination, defaults, microtime, names, openapi, workloads
+from mockgpu.control.apiserver import (
+    coordination,
+    defaults,
+    microtime,
+    names,
+    openapi,
+    podclaims,
+    resourcev1,
+    workloads,
+)
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
@@ -31,9 +40,9 @@ from mockgpu.quantity import QuantityError, milli_value, parse_quantity
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
               "Node": False, "Namespace": False, "Lease": True, "Service": True, "Deployment": True,
               "ReplicaSet": True, "Job": True, "DaemonSet": True, "CronJob": True,
-              "StatefulSet": True}
+              "StatefulSet": True, **resourcev1.NAMESPACED}
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
-API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS}
+API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS, **resourcev1.API_VERSIONS}
 _QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
@@ -66,7 +75,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
         meta.pop("namespace", None)
     _normalize_quantities(kind, obj)
     obj = _apply_defaults(kind, obj, old, subresource)
-    errs = validate(kind, obj, old)
+    errs = validate(kind, obj, old, subresource)
     if errs:
         raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs,
                       API_VERSIONS.get(kind, "v1").rpartition("/")[0])
@@ -83,6 +92,7 @@ _REGISTERED = {
     "batch/v1": {"Job", "CronJob"},
     "coordination.k8s.io/v1": {"Lease"},
     "events.k8s.io/v1": {"Event"},
+    "resource.k8s.io/v1": set(resourcev1.KINDS) | {"DeviceTaintRule"},
 }
 
 
@@ -202,11 +212,14 @@ def _apply_defaults(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, 
         return defaults.default_namespace(obj)
     if kind in workloads.API_VERSIONS:
         return workloads.prepare(kind, obj, old, subresource)
+    if kind in resourcev1.KINDS:
+        return resourcev1.prepare(kind, obj, old, subresource)
     microtime.normalize(kind, obj)
     return obj
 
 
-def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
+def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None,
+             subresource: str = "") -> list[FieldError]:
     """Every field error of ``obj`` (after defaulting), in upstream's order."""
     name_fn = {"Namespace": names.name_is_dns_label, "Binding": names.path_segment_name}.get(
         kind, names.name_is_dns_subdomain)
@@ -218,6 +231,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None) 
                  kind, lambda o: [])(obj)
     if kind in workloads.API_VERSIONS:
         errs += workloads.validate(kind, obj, old)
+    if kind in resourcev1.KINDS:
+        errs += resourcev1.validate(kind, obj, old, subresource)
     if kind == "Pod" and old is not None:
         errs += validate_pod_update(obj, old)
     return errs
@@ -236,9 +251,10 @@ def validate_pod(pod: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     containers = spec.get("containers") or []
     seen: set[str] = set()
+    claim_names = podclaims.pod_claim_names(spec)
     for key in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(key) or []):
-            errs += validate_container(c if isinstance(c, dict) else {}, f"spec.{key}[{i}]", seen)
+            errs += validate_container(c if isinstance(c, dict) else {}, f"spec.{key}[{i}]", seen, claim_names)
     if not containers:
         errs.append(field_required("spec.containers"))
     _one_of(errs, "spec.restartPolicy", spec.get("restartPolicy"), ("Always", "OnFailure", "Never"))
@@ -253,10 +269,13 @@ def validate_pod(pod: dict[str, Any]) -> list[FieldError]:
     node = spec.get("nodeName")
     if node:
         errs += [field_invalid("spec.nodeName", node, m) for m in names.dns1123_subdomain(node)]
+    errs += podclaims.validate_pod_claims(spec.get("resourceClaims"), "spec.resourceClaims")
+    errs += podclaims.validate_claim_statuses(pod.get("status"), spec.get("resourceClaims"))
     return errs
 
 
-def validate_container(c: dict[str, Any], path: str, seen: set[str]) -> list[FieldError]:
+def validate_container(c: dict[str, Any], path: str, seen: set[str],
+                       claim_names: set[str] | None = None) -> list[FieldError]:
     errs: list[FieldError] = []
     name = c.get("name") or ""
     if not name:
@@ -280,6 +299,8 @@ def validate_container(c: dict[str, Any], path: str, seen: set[str]) -> list[Fie
             errs.append(field_required(f"{path}.env[{i}].name"))
         env_names.add(env_name)
     errs += validate_resources(c.get("resources") or {}, f"{path}.resources")
+    errs += podclaims.validate_container_claims((c.get("resources") or {}).get("claims"), claim_names or set(),
+                                                f"{path}.resources.claims")
     return errs
 
 

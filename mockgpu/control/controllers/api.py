@@ -1,5 +1,5 @@
-"""The controllers' API calls: the scheduler's JSON-over-``ApiClient`` requests, for pods and the apps and
-batch groups, plus core/v1 Events about any object as client-go's recorder writes them."""
+"""The controllers' API calls: the scheduler's JSON-over-``ApiClient`` requests, for pods, the apps and
+batch groups and resource.k8s.io claims, plus core/v1 Events about any object as client-go's recorder writes them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from mockgpu.control.scheduler.api import MERGE, RawApi
 Obj = dict[str, Any]
 PREFIX = {"pods": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "deployments": "/apis/apps/v1",
           "replicasets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
-          "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1"}
+          "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1", "resourceclaims": "/apis/resource.k8s.io/v1",
+          "resourceclaimtemplates": "/apis/resource.k8s.io/v1"}
 KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
                "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 

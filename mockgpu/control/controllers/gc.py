@@ -1,13 +1,13 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
-As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets, Jobs and pods as
-dependents; Deployments, ReplicaSets, Jobs, DaemonSets and CronJobs as owners): a dependent whose owners are all
-gone is deleted (background cascading; an absent owner is confirmed with a live GET before anything is deleted);
-references to owners that are gone, while others remain, are removed from the dependent. An owner deleted with
-``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer until its ``blockOwnerDeletion``
-dependents are gone (they are deleted in the foreground too); one deleted with ``Orphan`` keeps the ``orphan``
-finalizer until its dependents no longer reference it. Simplified: owners of other kinds (ConfigMaps, Nodes,
-...) are never looked up, so their dependents are never collected.
+As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets, Jobs, pods and ResourceClaims
+as dependents; Deployments, ReplicaSets, Jobs, DaemonSets, CronJobs, StatefulSets and pods as owners): a
+dependent whose owners are all gone is deleted (background cascading; an absent owner is confirmed with a live
+GET before anything is deleted); references to owners that are gone, while others remain, are removed from the
+dependent. An owner deleted with ``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer
+until its ``blockOwnerDeletion`` dependents are gone (they are deleted in the foreground too); one deleted with
+``Orphan`` keeps the ``orphan`` finalizer until its dependents no longer reference it. Simplified: owners of
+other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents are never collected.
 """
 
 from __future__ import annotations

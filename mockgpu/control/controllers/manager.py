@@ -1,12 +1,13 @@
 """The embedded kube-controller-manager: informers, a shared cache, one work queue and the controllers.
 
 Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
-DaemonSets, CronJobs, StatefulSets and nodes (a node change requeues every DaemonSet). Every change enqueues the
-objects it concerns (the object, its controller owner, the dependents of a deleted owner), and one worker thread
-runs each key's controller — so controllers never race each other, and a key that changes while queued is synced
-once. Writes go through to the cache from the API's answers, so a sync that just created pods sees them on the
-next pass (what upstream's "expectations" achieve). Keys that must be looked at again later (minReadySeconds,
-progress deadlines, Job back-off) are requeued with a delay.
+DaemonSets, CronJobs, StatefulSets, nodes, ResourceClaims and ResourceClaimTemplates (a node change requeues
+every DaemonSet). Every change enqueues the objects it concerns (the object, its controller owner, the
+dependents of a deleted owner), and one worker thread runs each key's controller — so controllers never race
+each other, and a key that changes while queued is synced once. Writes go through to the cache from the API's
+answers, so a sync that just created pods sees them on the next pass (what upstream's "expectations" achieve).
+Keys that must be looked at again later (minReadySeconds, progress deadlines, Job back-off) are requeued with a
+delay.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ from mockgpu.control.scheduler.informer import Informer
 log = logging.getLogger("mockgpu.controllers")
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
-WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes")
+WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes",
+           "resourceclaims", "resourceclaimtemplates")
+#: owners the garbage collector looks up (a Pod owns the ResourceClaims made from its templates)
 OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
-               "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
-KINDS = {plural: kind for kind, plural in OWNER_KINDS.items()}
-DEPENDENT_PLURALS = ("replicasets", "jobs", "pods")  # what the garbage collector deletes or releases
+               "CronJob": "cronjobs", "StatefulSet": "statefulsets", "Pod": "pods"}
+#: plural → the kind of the controller that syncs it (pods: the resource claim controller, routed on its own)
+KINDS = {plural: kind for kind, plural in OWNER_KINDS.items() if kind != "Pod"}
+DEPENDENT_PLURALS = ("replicasets", "jobs", "pods", "resourceclaims")  # what the garbage collector deletes
 
 
 def _rv(obj: Obj) -> int:
@@ -160,7 +164,8 @@ class WorkQueue:
 
 
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet and garbage-collector controllers
+    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource claim and garbage-collector
+    controllers
     against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
     drive it)."""
 
@@ -171,6 +176,7 @@ class ControllerManager:
         from mockgpu.control.controllers.gc import GarbageCollector
         from mockgpu.control.controllers.job import JobController
         from mockgpu.control.controllers.replicaset import ReplicaSetController
+        from mockgpu.control.controllers.resourceclaim import ResourceClaimController
         from mockgpu.control.controllers.statefulset import StatefulSetController
 
         self.api = ControllerApi(api_client)
@@ -182,11 +188,13 @@ class ControllerManager:
         self.daemonsets = DaemonSetController(self)
         self.cronjobs = CronJobController(self, clock or SystemClock())
         self.statefulsets = StatefulSetController(self)
+        self.resourceclaims = ResourceClaimController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
             "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
-            "StatefulSet": self.statefulsets.sync}
+            "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
+            "ResourceClaim": self.resourceclaims.sync_claim}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -235,6 +243,10 @@ class ControllerManager:
     def _route(self, plural: str, typ: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
+        if plural in ("pods", "resourceclaims", "resourceclaimtemplates"):
+            self.resourceclaims.route(plural, typ, obj)
+            if plural == "resourceclaimtemplates":
+                return
         if plural == "nodes":  # a node joined, left or changed: every DaemonSet looks again
             for ds in self.cache.list("daemonsets"):
                 self.queue.add(("DaemonSet", ds["metadata"].get("namespace") or "", ds["metadata"]["name"]))
