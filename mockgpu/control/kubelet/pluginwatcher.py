@@ -6,8 +6,9 @@ the plugin's type (only ``DRAPlugin`` here), and reports the outcome with ``Noti
 (``plugin_registered`` and the error). A socket that disappears deregisters its plugin; a socket whose file
 is replaced (a restarted plugin) registers again.
 
-Simplified: the directory is polled (default every 0.2 s) instead of watched with fsnotify; registration is
-not retried with back-off: a failed plugin is tried again only when its socket file changes.
+Simplified: the directory is polled (default every 0.2 s) instead of watched with fsnotify; a socket that
+does not answer GetInfo is tried again on the next scan, but a plugin the handler refused is tried again only
+when its socket file changes (upstream's reconciler retries it every second).
 """
 
 from __future__ import annotations
@@ -106,9 +107,8 @@ class PluginWatcher:
             stub = rpb_grpc.RegistrationStub(ch)
             try:
                 info = stub.GetInfo(rpb.InfoRequest(), timeout=DIAL_TIMEOUT)
-            except grpc.RpcError as exc:
-                log.warning("GetInfo of plugin socket %s failed: %s", path, go_rpc_error(exc))
-                self.plugins[path] = _Registered(key, "", "", "", False)
+            except grpc.RpcError as exc:  # not serving yet: the next scan tries again
+                log.info("GetInfo of plugin socket %s failed: %s", path, go_rpc_error(exc))
                 return
             versions = list(info.supported_versions)
             handler = self.handlers.get(info.type)
