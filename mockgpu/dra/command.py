@@ -5,12 +5,14 @@ It serves the kubelet's DRA v1 service on ``<plugin-dir>/gpu.mockgpu.io/dra.sock
 ``<registry-dir>/gpu.mockgpu.io-reg.sock``, publishes the node's ResourceSlices through the Kubernetes API
 (``--kubeconfig``; otherwise in-cluster config, else the default kubeconfig), retrying until the Node exists,
 compares them with the API every 10 s (a deleted or edited slice is restored), writes CDI specs into
-``--cdi-dir`` when the kubelet prepares claims, and deletes its ResourceSlices on SIGTERM.
+``--cdi-dir`` when the kubelet prepares claims (mounting ``--driver-dir``, whose inventory gains the MIG
+instances of prepared MIG devices), and deletes its ResourceSlices on SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import signal
 import sys
@@ -24,6 +26,7 @@ from mockgpu.helptext import describe
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/plugins"  # upstream's KubeletPluginsDir
 DEFAULT_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"  # upstream's KubeletRegistryDir
 DEFAULT_CDI_DIR = "/var/run/cdi"
+DEFAULT_DRIVER_DIR = "/var/lib/mockgpu/driver"  # as mockgpu device-plugin's
 RETRY_SECONDS = 1.0
 RESYNC_SECONDS = 10.0  # the pool is compared with the API this often (a deleted slice comes back)
 
@@ -42,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"the kubelet's plugin registry directory (default {DEFAULT_REGISTRY_DIR})")
     p.add_argument("--cdi-dir", default=DEFAULT_CDI_DIR,
                    help=f"where CDI specs are written (default {DEFAULT_CDI_DIR})")
+    p.add_argument("--driver-dir", default=DEFAULT_DRIVER_DIR,
+                   help=f"the node's fake driver directory, mounted into containers (default {DEFAULT_DRIVER_DIR})")
     p.add_argument("--kubeconfig", help="kubeconfig of the cluster to publish ResourceSlices to")
     p.add_argument("--list", action="store_true", help="print the devices and their UUIDs, then exit")
     p.set_defaults(func=run)
@@ -91,11 +96,16 @@ def run(args: argparse.Namespace) -> int:
                            exit_code=2)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from mockgpu.dra.dynamicmig import refresh_driver_dir
     from mockgpu.dra.publish import SlicePublisher, api_message, claim_getter
     from mockgpu.dra.server import DriverServers
 
     api = api_client_from(args.kubeconfig)
-    preparer = Preparer(args.node, device_uuids(inventory, gpus), CDIDir(Path(args.cdi_dir)), claim_getter(api))
+    driver_dir, cdi_dir = Path(args.driver_dir), Path(args.cdi_dir)
+    refresh = functools.partial(refresh_driver_dir, driver_dir, inventory, cdi_dir)
+    refresh()  # MIG instances of claims prepared before a restart
+    preparer = Preparer(args.node, device_uuids(inventory, gpus), CDIDir(cdi_dir), claim_getter(api),
+                        driver_dir=driver_dir, on_change=refresh)
     publisher = SlicePublisher(api, args.node, slices)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

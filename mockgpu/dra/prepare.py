@@ -7,7 +7,9 @@ takes the allocation results whose driver is ``gpu.mockgpu.io`` and whose pool i
 CDI spec (JSON) for the claim into the node's CDI directory: one file per claim UID,
 ``gpu.mockgpu.io-gpu_<claim uid>.json``, kind ``gpu.mockgpu.io/gpu``, with one CDI device per claim
 request, ``<claim uid>-<request>`` (a subrequest's ``/`` becomes ``.``), whose ``containerEdits.env`` is
-``NVIDIA_VISIBLE_DEVICES=<UUIDs of that request's devices, comma-separated>``. Each result is returned as a
+``NVIDIA_VISIBLE_DEVICES=<UUIDs of that request's devices, comma-separated>`` and whose annotation
+``gpu.mockgpu.io/devices`` names the devices (``dynamicmig`` reads it back); the spec's common edits mount
+the node's fake driver directory, as the device plugin's Allocate does. Each result is returned as a
 ``PreparedDevice`` with its request, pool, device and the CDI device ID
 ``gpu.mockgpu.io/gpu=<claim uid>-<request>``; the kubelet gives a container the CDI devices of the claims
 (and requests) it names. Preparing again rewrites the same file (idempotent); unpreparing removes it, and
@@ -32,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.dra.slices import DRIVER
+from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, ENV_DRIVER_DIR
 
-CDI_VERSION = "0.5.0"
+CDI_VERSION = "0.6.0"  # the first with device annotations
 CDI_KIND = f"{DRIVER}/gpu"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 
@@ -82,23 +85,33 @@ def our_results(claim: dict[str, Any], node: str) -> list[dict[str, Any]]:
     return [r for r in results if r.get("driver") == DRIVER and r.get("pool") == node]
 
 
-def cdi_spec(claim_uid: str, results: list[dict[str, Any]], uuids: dict[str, str]) -> dict[str, Any]:
-    """The CDI spec of one claim; PrepareError if a result names a device this node does not publish."""
+def cdi_spec(claim_uid: str, results: list[dict[str, Any]], uuids: dict[str, str],
+             driver_dir: Path | None = None) -> dict[str, Any]:
+    """The CDI spec of one claim; PrepareError if a result names a device this node does not publish.
+
+    With ``driver_dir``, the spec's common edits also mount the node's fake driver directory and point
+    ``MOCKGPU_DRIVER_DIR`` at it, as the device plugin's Allocate does (the workloads' fake CUDA reads it)."""
     by_request: dict[str, list[str]] = {}
     for r in results:
-        uuid = uuids.get(r["device"])
-        if uuid is None:
+        if r["device"] not in uuids:
             raise PrepareError(f"device {r['device']} of pool {r['pool']} is not published by driver {DRIVER}")
-        by_request.setdefault(r["request"], [])
-        if uuid not in by_request[r["request"]]:
-            by_request[r["request"]].append(uuid)
+        names = by_request.setdefault(r["request"], [])
+        if r["device"] not in names:
+            names.append(r["device"])
+    common: dict[str, Any] = {}
+    if driver_dir is not None:
+        common = {"env": [f"{ENV_DRIVER_DIR}={CONTAINER_DRIVER_DIR}"],
+                  "mounts": [{"hostPath": str(driver_dir), "containerPath": CONTAINER_DRIVER_DIR,
+                              "options": ["rw", "bind"]}]}
     return {
         "cdiVersion": CDI_VERSION,
         "kind": CDI_KIND,
         "devices": [{"name": cdi_device_name(claim_uid, req),
-                     "containerEdits": {"env": [f"{VISIBLE_DEVICES}={','.join(ids)}"]}}
-                    for req, ids in by_request.items()],
-        "containerEdits": {},
+                     "annotations": {f"{DRIVER}/devices": ",".join(names)},
+                     "containerEdits": {"env": [
+                         f"{VISIBLE_DEVICES}={','.join(dict.fromkeys(uuids[n] for n in names))}"]}}
+                    for req, names in by_request.items()],
+        "containerEdits": common,
     }
 
 
@@ -127,8 +140,12 @@ class Preparer:
     ``get_claim(namespace, name)`` returns the ResourceClaim as a dict or raises (its message is reported)."""
 
     def __init__(self, node: str, uuids: dict[str, str], cdi: CDIDir,
-                 get_claim: Callable[[str, str], dict[str, Any]]) -> None:
+                 get_claim: Callable[[str, str], dict[str, Any]], *, driver_dir: Path | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
+        """``driver_dir``: the node's fake driver directory, mounted into containers through the CDI spec;
+        ``on_change()`` runs after every prepare or unprepare (the driver process refreshes MIG instances)."""
         self.node, self.uuids, self.cdi, self.get_claim = node, uuids, cdi, get_claim
+        self.driver_dir, self.on_change = driver_dir, on_change
 
     def _retrieve(self, ref: ClaimRef) -> dict[str, Any]:
         try:
@@ -149,7 +166,7 @@ class Preparer:
         for ref, claim in claims:
             results = our_results(claim, self.node)
             try:
-                spec = cdi_spec(ref.uid, results, self.uuids)
+                spec = cdi_spec(ref.uid, results, self.uuids, self.driver_dir)
                 self.cdi.write(ref.uid, spec)
             except PrepareError as exc:
                 out[ref.uid] = PrepareResult(error=f"prepare devices for claim {ref.uid}: {exc}")
@@ -161,6 +178,8 @@ class Preparer:
                 PreparedDevice((r["request"],), r["pool"], r["device"],
                                (f"{CDI_KIND}={cdi_device_name(ref.uid, r['request'])}",))
                 for r in results])
+        if self.on_change is not None:
+            self.on_change()
         return out
 
     def unprepare(self, refs: Iterable[ClaimRef]) -> dict[str, str]:
@@ -172,4 +191,6 @@ class Preparer:
                 out[ref.uid] = ""
             except OSError as exc:
                 out[ref.uid] = f"remove CDI spec for claim {ref.uid}: {exc.strerror}"
+        if self.on_change is not None:
+            self.on_change()
         return out

@@ -37,10 +37,12 @@ class Driver:
     def __init__(self, api: FakeAPI, base: Path) -> None:
         self.api, self.base = api, base
         self.plugins, self.registry, self.cdi = base / "plugins", base / "registry", base / "cdi"
+        self.driver_dir = base / "driver"
         self.log = base / "driver.log"
         argv = [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "dra-driver", "--spec", str(SPEC),
                 "--node", NODE, "--plugin-dir", str(self.plugins), "--registry-dir", str(self.registry),
-                "--cdi-dir", str(self.cdi), "--kubeconfig", str(api.kubeconfig(base / "kubeconfig"))]
+                "--cdi-dir", str(self.cdi), "--driver-dir", str(self.driver_dir),
+                "--kubeconfig", str(api.kubeconfig(base / "kubeconfig"))]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=out, start_new_session=True,
                                          env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -92,6 +94,11 @@ def ref(name: str, uid: str, ns: str = "default") -> dpb.Claim:
 
 
 UUIDS = device_uuids(node_inventory(load_spec(SPEC), NODE))
+PROFILES = {"1g10gb": "1g.10gb", "3g40gb": "3g.40gb"}
+
+
+def inventory(driver: Driver) -> list[dict]:
+    return json.loads((driver.driver_dir / "inventory.json").read_text())["inventory"]["gpus"]
 
 
 def test_registration_get_info(driver: Driver) -> None:
@@ -149,11 +156,21 @@ def test_prepare_writes_cdi_and_unprepare_removes_it(driver: Driver, api: FakeAP
         assert list(d.cdi_device_ids) == [f"gpu.mockgpu.io/gpu={uid}-{d.request_names[0].replace('/', '.')}"]
     path = driver.cdi / f"gpu.mockgpu.io-gpu_{uid}.json"
     spec = json.loads(path.read_text())
-    assert (spec["cdiVersion"], spec["kind"]) == ("0.5.0", "gpu.mockgpu.io/gpu")
+    assert (spec["cdiVersion"], spec["kind"]) == ("0.6.0", "gpu.mockgpu.io/gpu")
+    assert spec["containerEdits"] == {  # the fake driver, as the device plugin's Allocate mounts it
+        "env": ["MOCKGPU_DRIVER_DIR=/run/mockgpu/driver"],
+        "mounts": [{"hostPath": str(driver.driver_dir), "containerPath": "/run/mockgpu/driver",
+                    "options": ["rw", "bind"]}]}
+    assert {d["name"]: d["annotations"] for d in spec["devices"]} == {
+        f"{uid}-{req}": {"gpu.mockgpu.io/devices": ",".join(names)} for req, names in cdi.items()}
+    mig = {m["uuid"]: (g["index"], m["profile"], m["placement_start"]) for g in inventory(driver) for m in g["mig"]}
+    assert mig == {UUIDS[d]: (int(d.split("-")[1]), PROFILES[d.split("-")[3]], int(d.split("-")[4]))
+                   for _, _, _, d in results if "-mig-" in d}  # MIG instances exist while prepared
     assert {d["name"]: d["containerEdits"]["env"] for d in spec["devices"]} == {
         f"{uid}-{req}": [f"NVIDIA_VISIBLE_DEVICES={','.join(UUIDS[n] for n in names)}"] for req, names in cdi.items()}
     un = stub.NodeUnprepareResources(dpb.NodeUnprepareResourcesRequest(claims=[ref("c1", uid)]), timeout=10)
     assert un.claims[uid].error == "" and not path.exists()
+    assert [g["mig"] for g in inventory(driver)] == [[]] * 4  # and are gone once unprepared
     un = stub.NodeUnprepareResources(dpb.NodeUnprepareResourcesRequest(claims=[ref("c1", uid)]), timeout=10)
     assert un.claims[uid].error == ""  # unpreparing again is no error
 

@@ -73,7 +73,7 @@ class Node:
         self.base = base
         self.claims = Claims()
         self.cdi = base / "cdi"
-        self.preparer = Preparer(NODE, UUIDS, CDIDir(self.cdi), self.claims.get_claim)
+        self.preparer = Preparer(NODE, UUIDS, CDIDir(self.cdi), self.claims.get_claim, driver_dir=base / "driver")
         self.servers = DriverServers(self.preparer, base / "plugins", base / "registry").start()
         self.dra = DRAManager(self.cdi, self.claims.get_claim)
         self.watcher = PluginWatcher(base / "registry", {"DRAPlugin": self.dra}, interval=0.05).start()
@@ -208,7 +208,8 @@ def test_cdi_env_per_container(node: Node, name: str, want: list[str] | None) ->
     p = _prepared_pod(node)
     c = next(c for c in p["spec"]["containers"] if c["name"] == name)
     env = node.dra.container_env(p, c)
-    assert env == ({"NVIDIA_VISIBLE_DEVICES": ",".join(UUIDS[d] for d in want)} if want else {})
+    assert env == ({"NVIDIA_VISIBLE_DEVICES": ",".join(UUIDS[d] for d in want),
+                    "MOCKGPU_DRIVER_DIR": "/run/mockgpu/driver"} if want else {})
     assert sorted(d.device for _, d in node.dra.container_devices(p, c)) == sorted(want or [])
 
 
@@ -268,7 +269,11 @@ def test_pod_worker_waits_for_the_claim_then_runs_with_its_device(node: Node) ->
         node.claims["ns", "c"]["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": POD_UID}]
         w.wait(lambda st: st["phase"] == "Succeeded", 30)
         envs = {spec.name: spec.device_envs for spec in rt.started}
-        assert envs == {"main": {"NVIDIA_VISIBLE_DEVICES": UUIDS["gpu-3"]}, "other": {}}
+        assert envs == {"main": {"NVIDIA_VISIBLE_DEVICES": UUIDS["gpu-3"], "MOCKGPU_DRIVER_DIR": "/run/mockgpu/driver"},
+                        "other": {}}
+        assert {spec.name: [(m.container_path, m.host_path, m.read_only) for m in spec.mounts]
+                for spec in rt.started} == {"main": [("/run/mockgpu/driver", str(node.base / "driver"), False)],
+                                            "other": []}
         polling.wait_for(lambda: not (node.cdi / "gpu.mockgpu.io-gpu_cu.json").exists(), 10,
                          "claim unprepared once the pod finished")
     finally:

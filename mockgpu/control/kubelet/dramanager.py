@@ -10,8 +10,8 @@ its containers start, following ``pkg/kubelet/cm/dra`` (v1.37).
   and CDI device IDs kept per claim. Any problem raises ``DRAError`` with upstream's message
   (``prepare dynamic resources: ...``); the pod worker reports it as a ``FailedPrepareDynamicResources``
   event and tries again, so a pod waits until its claims are allocated and reserved, as upstream's does.
-* ``container_env(pod, container)``: the CDI devices of the claims (and requests) the container names in
-  ``resources.claims``, resolved in the node's CDI directory, and their ``containerEdits.env`` applied.
+* ``container_edits(pod, container)``: the CDI devices of the claims (and requests) the container names in
+  ``resources.claims``, resolved in the node's CDI directory: their ``containerEdits`` env and bind mounts.
 * ``unprepare(pod)``: ``NodeUnprepareResources`` for the pod's claims that no other pod on the node uses.
 
 Simplified: no checkpoint of prepared claims (a restarted kubelet prepares again: the driver is idempotent);
@@ -32,6 +32,7 @@ from typing import Any
 
 import grpc
 
+from mockgpu.control.kubelet.container import Mount
 from mockgpu.control.kubelet.endpoint import go_rpc_error
 from mockgpu.dra.api import dra_v1_pb2 as dpb
 from mockgpu.dra.api import dra_v1_pb2_grpc as dpb_grpc
@@ -257,11 +258,17 @@ class DRAManager:
 
     def container_env(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         """The env the container's CDI devices add. Raises DRAError naming unresolvable CDI devices."""
+        return self.container_edits(pod, container)[0]
+
+    def container_edits(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[dict[str, str], list[Mount]]:
+        """The env and bind mounts the container's CDI devices add (the spec's common edits, then the device's).
+        Raises DRAError naming unresolvable CDI devices, as a runtime refuses such a container."""
         ids = self.container_cdi_ids(pod, container)
         if not ids:
-            return {}
+            return {}, []
         specs = _read_cdi_specs(self.cdi_dir)
         env: dict[str, str] = {}
+        mounts: dict[str, Mount] = {}
         missing = []
         for cdi_id in ids:
             kind, _, name = cdi_id.partition("=")
@@ -269,14 +276,18 @@ class DRAManager:
             if found is None:
                 missing.append(cdi_id)
                 continue
-            for item in found:
-                k, _, v = item.partition("=")
-                if k == VISIBLE_DEVICES and env.get(k):
-                    v = ",".join(dict.fromkeys([*env[k].split(","), *v.split(",")]))
-                env[k] = v
+            for edits in found:
+                for item in edits.get("env") or []:
+                    k, _, v = item.partition("=")
+                    if k == VISIBLE_DEVICES and env.get(k):
+                        v = ",".join(dict.fromkeys([*env[k].split(","), *v.split(",")]))
+                    env[k] = v
+                for m in edits.get("mounts") or []:
+                    mounts[m["containerPath"]] = Mount(m["containerPath"], m["hostPath"],
+                                                       read_only="ro" in (m.get("options") or []))
         if missing:
             raise DRAError(f"failed to inject CDI devices: unresolvable CDI devices {', '.join(missing)}")
-        return env
+        return env, list(mounts.values())
 
     def container_devices(self, pod: dict[str, Any], container: dict[str, Any]) -> list[tuple[str, PreparedDevice]]:
         """(claim name, device) for the prepared devices a container gets (its claims and requests)."""
@@ -339,17 +350,17 @@ def _go_quote(items: list[str]) -> str:
     return "[" + " ".join(f'"{i}"' for i in items) + "]"
 
 
-def _read_cdi_specs(cdi_dir: Path) -> dict[tuple[str, str], list[str]]:
-    """(kind, device name) -> env edits (the spec's own, then the device's) of every CDI spec in the dir."""
-    out: dict[tuple[str, str], list[str]] = {}
+def _read_cdi_specs(cdi_dir: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(kind, device name) -> its container edits (the spec's common ones, then the device's) for every CDI spec
+    in the dir."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in sorted(cdi_dir.glob("*.json")) if cdi_dir.is_dir() else []:
         try:
             spec = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             log.warning("CDI spec %s not readable: %s", path, exc)
             continue
-        common = list((spec.get("containerEdits") or {}).get("env") or [])
+        common = spec.get("containerEdits") or {}
         for dev in spec.get("devices") or []:
-            out[spec.get("kind", ""), dev.get("name", "")] = common + list(
-                (dev.get("containerEdits") or {}).get("env") or [])
+            out[spec.get("kind", ""), dev.get("name", "")] = [common, dev.get("containerEdits") or {}]
     return out

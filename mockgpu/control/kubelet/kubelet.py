@@ -211,7 +211,7 @@ class Kubelet:
         kubeconfig = write_client_kubeconfig(api, self.root / "dra-driver.kubeconfig")
         self.dra_driver = PluginProcess.dra_driver(
             self.spec_file, self.name, self.dra_dir / "plugins", self.dra_dir / "plugins_registry",
-            self.dra_dir / "cdi", kubeconfig, self.root / "dra-driver.log").start()
+            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log").start()
 
     def ready(self) -> bool:
         """Node registered, every device plugin resource advertised in full, the DRA driver (if any) registered."""

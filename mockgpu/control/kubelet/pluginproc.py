@@ -28,11 +28,11 @@ class PluginProcess:
 
     @classmethod
     def dra_driver(cls, spec_file: Path, node: str, plugin_dir: Path, registry_dir: Path, cdi_dir: Path,
-                   kubeconfig: Path, log_file: Path) -> PluginProcess:
+                   driver_dir: Path, kubeconfig: Path, log_file: Path) -> PluginProcess:
         """The node's DRA driver ``gpu.mockgpu.io`` (``mockgpu dra-driver``)."""
         argv = [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "dra-driver", "--spec", str(spec_file),
                 "--node", node, "--plugin-dir", str(plugin_dir), "--registry-dir", str(registry_dir),
-                "--cdi-dir", str(cdi_dir), "--kubeconfig", str(kubeconfig)]
+                "--cdi-dir", str(cdi_dir), "--driver-dir", str(driver_dir), "--kubeconfig", str(kubeconfig)]
         return cls(spec_file, node, plugin_dir, cdi_dir, log_file, argv=argv)
 
     def start(self) -> PluginProcess:

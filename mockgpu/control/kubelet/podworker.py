@@ -224,12 +224,14 @@ class PodWorker:
     def _container_spec(self, r: ContainerRecord) -> ContainerSpec:
         c = self._specs[r.name]
         alloc = self._alloc.get(r.name) or ContainerAllocation()
-        envs = dict(alloc.envs)
+        envs, mounts = dict(alloc.envs), list(alloc.mounts)
         if self.dra is not None:
             try:
-                envs.update(self.dra.container_env(self.pod, c))
+                cdi_env, cdi_mounts = self.dra.container_edits(self.pod, c)
             except DRAError as exc:
                 raise ConfigError(str(exc)) from None
+            envs.update(cdi_env)
+            mounts += [m for m in cdi_mounts if m.container_path not in {x.container_path for x in mounts}]
         return ContainerSpec(
             pod_uid=self.uid,
             pod_name=self.name,
@@ -240,7 +242,7 @@ class PodWorker:
             args=tuple(c.get("args") or ()),
             env=resolve_env(c, self.pod, self.node_name),
             device_envs=envs,
-            mounts=tuple(alloc.mounts),
+            mounts=tuple(mounts),
             working_dir=c.get("workingDir", ""),
             restart_count=r.restart_count,
         )
