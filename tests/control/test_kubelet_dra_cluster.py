@@ -96,7 +96,8 @@ def test_pod_waits_for_its_claim_then_gets_its_device(cluster: EmbeddedCluster, 
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mig-user"},
         "spec": {"nodeName": "dra-0", "restartPolicy": "Always",
                  "resourceClaims": [{"name": "mig", "resourceClaimName": "one-mig"}],
-                 "containers": [{"name": "main", "image": "mockgpu/workload", "command": ["sleep", "300"],
+                 "containers": [{"name": "main", "image": "mockgpu/workload",
+                                 "command": ["sh", "-c", "mockgpu-workload inspect; sleep 300"],
                                  "resources": {"claims": [{"name": "mig"}]}}]}})
     wait_for(lambda: any(r == "FailedPrepareDynamicResources" for r, _ in _events(core, "mig-user")),
              what="FailedPrepareDynamicResources")
@@ -118,5 +119,11 @@ def test_pod_waits_for_its_claim_then_gets_its_device(cluster: EmbeddedCluster, 
         if a["pod"] == "mig-user"], what="the claim in the node's GPU state")
     assert [(a["resource"], a["deviceIds"], a["uuids"]) for a in state] == [
         ("resourceclaims/one-mig", ["gpu-1-mig-3g40gb-4"], [UUIDS["gpu-1-mig-3g40gb-4"]])]
+    # the workload sees its MIG device: the CDI env names it, and the fake driver made the instance on prepare
+    log = wait_for(lambda: "CUDA devices" in (t := core.read_namespaced_pod_log("mig-user", "default")) and t,
+                   what="the workload's output")
+    uuid = UUIDS["gpu-1-mig-3g40gb-4"]
+    assert f"NVIDIA_VISIBLE_DEVICES={uuid}" in log and "CUDA devices: 1" in log
+    assert f"NVIDIA A100-SXM4-80GB MIG 3g.40gb  {uuid}" in log
     core.delete_namespaced_pod("mig-user", "default", grace_period_seconds=0)
     wait_for(lambda: not cdi.exists(), what="the CDI spec removed with the pod")
