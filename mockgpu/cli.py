@@ -16,6 +16,7 @@ from mockgpu.helptext import describe
 COMMAND_MODULES: list[str] = [
     "mockgpu.commands.lab",
     "mockgpu.deviceplugin.command",
+    "mockgpu.dra.command",
     "mockgpu.sim.command",
     "mockgpu.commands.cluster",
     "mockgpu.control.kubelet.publish_command",

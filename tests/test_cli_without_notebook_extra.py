@@ -61,6 +61,8 @@ def driver_dir(tmp_path_factory):
     ("mockgpu", ["device-plugin", "--help"], 0, "what the DaemonSet runs"),
     ("mockgpu", ["device-plugin", "--spec", WORKSHOP, "--node", "mig-0", "--list"], 0,
      "nvidia.com/mig-1g.10gb: 8, nvidia.com/mig-2g.20gb: 1, nvidia.com/mig-3g.40gb: 1"),
+    ("mockgpu", ["dra-driver", "--spec", str(ROOT / "clusters" / "dra.yaml"), "--node", "dra-0", "--list"], 0,
+     "76 devices, 4 counter sets, 3 ResourceSlices"),
     ("mockgpu", ["gpu-state-publisher", "--help"], 0, "the kind DaemonSet's second container"),
     ("mockgpu", ["up", "--backend", "kind", "--dry-run", "--spec", WORKSHOP], 0, "kind: DaemonSet"),
     ("mockgpu", ["sim", "--help"], 0, "Sample tasks from the trace"),
@@ -70,8 +72,9 @@ def driver_dir(tmp_path_factory):
     ("nvidia-smi", ["--help"], 0, "nvidia-smi"),
     ("mockgpu-workload", ["--help"], 0, "mockgpu-workload: the GPU programs the labs run in pods"),
     ("mockgpu-workload", ["inspect"], 0, "NVIDIA_VISIBLE_DEVICES"),
-], ids=["mockgpu-help", "device-plugin-help", "device-plugin-list", "publisher-help", "kind-dry-run", "sim-help",
-        "sim-needs-the-extra", "nvidia-smi-L", "nvidia-smi-help", "workload-help", "workload-inspect"])
+], ids=["mockgpu-help", "device-plugin-help", "device-plugin-list", "dra-driver-list", "publisher-help",
+        "kind-dry-run", "sim-help", "sim-needs-the-extra", "nvidia-smi-L", "nvidia-smi-help", "workload-help",
+        "workload-inspect"])
 def test_entry_point_works_without_the_notebook_extra(driver_dir, entry, argv, rc, expect):
     code = ENTRY[entry] + "\nsys.exit(main(sys.argv[1:]))"
     proc = _python(code, *argv, env={"MOCKGPU_DRIVER_DIR": str(driver_dir)})

@@ -43,14 +43,36 @@ class GPUTopology(_Strict):
     nvlink: list[list[int]] = Field(default_factory=list)  # groups of GPU indices, all-to-all NVLink
 
 
+class DRAGPUs(_Strict):
+    """With ``management: both``: the GPUs the DRA driver manages (the device plugin gets the rest)."""
+
+    gpus: list[int]
+
+
 class GPUSpec(_Strict):
-    """The GPUs of every node in a pool, and how they are shared."""
+    """The GPUs of every node in a pool, how they are shared, and which model hands them out: the device
+    plugin (default), the DRA driver ``gpu.mockgpu.io``, or both on different GPUs."""
 
     model: str
     count: int = Field(ge=0)
     topology: GPUTopology = Field(default_factory=GPUTopology)
     mig: list[MigConfigEntry] = Field(default_factory=list)  # a mig-parted `mig-configs` entry
     devicePluginConfig: DevicePluginConfig = Field(default_factory=DevicePluginConfig)
+    management: Literal["devicePlugin", "dra", "both"] = "devicePlugin"
+    dra: DRAGPUs | None = None  # only with management: both
+
+    def dra_gpus(self) -> list[int]:
+        """Indices of the GPUs the DRA driver publishes."""
+        if self.management == "dra":
+            return list(range(self.count))
+        if self.management == "both" and self.dra is not None:
+            return sorted(set(self.dra.gpus))
+        return []
+
+    def device_plugin_gpus(self) -> list[int]:
+        """Indices of the GPUs the device plugin advertises."""
+        dra = set(self.dra_gpus())
+        return [i for i in range(self.count) if i not in dra]
 
     def numa_of(self, index: int) -> int:
         """NUMA node of GPU ``index``."""

@@ -7,6 +7,8 @@ place; everything here is deterministic, so every process that builds the same n
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mockgpu.config.clusterspec import ClusterSpec, GPUSpec
 from mockgpu.gpu.catalog import get_model
 from mockgpu.gpu.inventory import MigInstance, NodeInventory, PhysicalGPU
@@ -48,3 +50,22 @@ def node_inventory(spec: ClusterSpec, node: str) -> NodeInventory:
                 pci_bus_id=pci_bus_id(spec.name, n.name, i), mig=mig,
             ))
     return NodeInventory(cluster=spec.name, node=n.name, gpus=tuple(gpus))
+
+
+def only_gpus(inventory: NodeInventory, indices: list[int]) -> NodeInventory:
+    """``inventory`` with only the GPUs whose index is in ``indices`` (indices and UUIDs unchanged)."""
+    keep = set(indices)
+    return replace(inventory, gpus=tuple(g for g in inventory.gpus if g.index in keep))
+
+
+def device_plugin_inventory(spec: ClusterSpec, node: str) -> NodeInventory:
+    """The GPUs of ``node`` the device plugin advertises (all, unless the pool gives some to DRA)."""
+    inv = node_inventory(spec, node)
+    gpu = spec.node(node).gpu
+    return only_gpus(inv, gpu.device_plugin_gpus()) if gpu is not None else inv
+
+
+def dra_gpus(spec: ClusterSpec, node: str) -> list[int]:
+    """Indices of the GPUs of ``node`` the DRA driver publishes ([] for device-plugin-only pools)."""
+    gpu = spec.node(node).gpu
+    return gpu.dra_gpus() if gpu is not None else []

@@ -1,6 +1,6 @@
 """Checks on a structurally valid spec that need knowledge beyond its shape: GPU topology indices,
-the GPU catalog (models) and MIG placement rules (``mockgpu.gpu.mig``), and the NVIDIA device
-plugin's ``migStrategy: single`` rule."""
+the GPU catalog (models) and MIG placement rules (``mockgpu.gpu.mig``), the NVIDIA device
+plugin's ``migStrategy: single`` rule, and which GPUs the DRA driver manages (``management``, ``dra``)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,36 @@ def check_spec(spec: ClusterSpec) -> None:
             model = get_model(g.model)
         except MockgpuError as exc:
             raise ConfigError(spec.source, f"{gpath}.model", str(exc)) from None
+        _check_management(spec.source, g, gpath)
         _check_mig(spec.source, g, gpath, model)
+
+
+def _check_management(source: str, g: GPUSpec, gpath: str) -> None:
+    """``dra.gpus`` only with ``management: both``, naming some but not all GPUs, each once; no static MIG
+    layout on a DRA GPU (the driver publishes every MIG placement, made on demand)."""
+    if g.management != "both":
+        if g.dra is not None:
+            raise ConfigError(source, f"{gpath}.dra", f"only allowed with management 'both' (management is "
+                                                      f"'{g.management}')")
+    else:
+        if g.dra is None:
+            raise ConfigError(source, f"{gpath}.dra", "required with management 'both': "
+                                                      "list the GPUs the DRA driver manages, e.g. {gpus: [0, 1]}")
+        idx = g.dra.gpus
+        for j, i in enumerate(idx):
+            if not 0 <= i < g.count:
+                raise ConfigError(source, f"{gpath}.dra.gpus[{j}]", f"GPU index {i} out of range 0..{g.count - 1}")
+            if i in idx[:j]:
+                raise ConfigError(source, f"{gpath}.dra.gpus[{j}]", f"duplicate GPU index {i}")
+        if not idx:
+            raise ConfigError(source, f"{gpath}.dra.gpus", "is empty; use management 'devicePlugin'")
+        if len(idx) == g.count:
+            raise ConfigError(source, f"{gpath}.dra.gpus", "names every GPU; use management 'dra'")
+    for i in g.dra_gpus():
+        if g.mig_layout_of(i) is not None:
+            raise ConfigError(source, f"{gpath}.mig[{_entry_for(g, i)}]",
+                              f"GPU {i} is managed by the DRA driver, which publishes every MIG placement as a "
+                              "device and needs no MIG layout; enable MIG only on device plugin GPUs")
 
 
 def _check_topology(source: str, g: GPUSpec, gpath: str) -> None:
@@ -57,7 +86,7 @@ def _entry_for(g: GPUSpec, index: int) -> int:
 
 def _check_mig(source: str, g: GPUSpec, gpath: str, model: GPUModel) -> None:
     layouts: dict[int, dict[str, int] | None] = {}
-    for idx in range(g.count):
+    for idx in g.device_plugin_gpus():
         layout = g.mig_layout_of(idx)
         layouts[idx] = layout
         if layout is None:

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from mockgpu.config.clusterspec import load_spec
-from mockgpu.config.inventory import node_inventory
+from mockgpu.config.inventory import device_plugin_inventory, node_inventory
 from mockgpu.deviceplugin.allocate import AllocateSettings
 from mockgpu.deviceplugin.resources import NodeResourceManager, resource_managers
 from mockgpu.deviceplugin.server import NodePlugins
@@ -57,9 +57,9 @@ def _health_source(driver_dir: Path):
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     node = spec.node(args.node)
-    inventory = node_inventory(spec, args.node)
+    inventory = node_inventory(spec, args.node)  # the driver dir holds every GPU (nvidia-smi sees them all)
     config = node.gpu.devicePluginConfig if node.gpu else None
-    managers = resource_managers(inventory, config) if config else []
+    managers = resource_managers(device_plugin_inventory(spec, args.node), config) if config else []
     if args.list:
         print(format_table(managers))
         return 0

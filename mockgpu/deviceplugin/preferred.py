@@ -60,7 +60,8 @@ def preferred_allocation(
 
 def pair_score(rm: NodeResourceManager, a: Device, b: Device) -> int:
     """go-gpuallocator-style link score between the physical GPUs of two devices."""
-    ga, gb = rm.inventory.gpus[a.gpu_index], rm.inventory.gpus[b.gpu_index]
+    by_index = {g.index: g for g in rm.inventory.gpus}  # the inventory may hold only some GPUs
+    ga, gb = by_index[a.gpu_index], by_index[b.gpu_index]
     if gb.index in ga.nvlink_peers or ga.index in gb.nvlink_peers:
         return NVLINK_SCORE
     return SAME_NUMA_SCORE if ga.numa_node == gb.numa_node else CROSS_NUMA_SCORE

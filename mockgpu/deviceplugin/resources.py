@@ -157,8 +157,9 @@ class NodeResourceManager:
         bad = set(uuids)
         changed = False
         new = []
+        parents = {g.index: g.uuid for g in self.inventory.gpus}  # the inventory may hold only some GPUs
         for d in self._devices:
-            parent = self.inventory.gpus[d.gpu_index].uuid
+            parent = parents[d.gpu_index]
             health = UNHEALTHY if (d.uuid in bad or parent in bad) else HEALTHY
             changed |= health != d.health
             new.append(replace(d, health=health) if health != d.health else d)

@@ -21,7 +21,7 @@ from typing import Any
 
 from mockgpu.backends.embedded.kubeconfig import api_client_for
 from mockgpu.backends.embedded.state import ClusterState
-from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, plugin_dir_for
+from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, dra_dir_for, plugin_dir_for
 from mockgpu.control.kubelet.publisher import ensure_namespace
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.sched.config import SchedulerConfig
@@ -45,9 +45,9 @@ def remove_node_dirs(state: ClusterState) -> None:
     if not nodes.is_dir():
         return
     for d in nodes.iterdir():
-        pd = plugin_dir_for(d)
-        if state.dir not in pd.parents:
-            shutil.rmtree(pd, ignore_errors=True)
+        for pd in (plugin_dir_for(d), dra_dir_for(d)):
+            if state.dir not in pd.parents:
+                shutil.rmtree(pd, ignore_errors=True)
 
 
 class ControlPlane:

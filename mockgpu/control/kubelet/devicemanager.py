@@ -7,7 +7,8 @@ Follows ``pkg/kubelet/cm/devicemanager`` (see the reference notes), with these s
 * when a plugin's stream ends, its devices turn unhealthy at once (allocatable 0, capacity kept),
   and the resource is dropped (capacity 0) once ``endpoint_grace`` (upstream 5 min) has passed
   without re-registration, checked lazily in ``node_resources()`` as upstream's GetCapacity does;
-* the pluginwatcher registration path (``plugins_registry``) is not served, only kubelet.sock;
+* device plugins register only through kubelet.sock (the ``plugins_registry`` watcher, ``pluginwatcher``,
+  serves DRA drivers only);
 * PodResources API is not served; ``pod_devices()`` gives the same facts in Python.
 Admission errors are raised as ``AdmissionError`` with upstream's reason and message.
 """

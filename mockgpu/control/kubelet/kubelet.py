@@ -10,7 +10,12 @@ What it does, as upstream's kubelet does it:
   through ``pods/status`` (strategic merge, so the scheduler's PodScheduled condition stays), posts events
   (``events``); a pod with ``deletionTimestamp`` is stopped with its grace period, then deleted with
   ``gracePeriodSeconds=0``;
-* publishes the node's GPU state (``publisher``).
+* publishes the node's GPU state (``publisher``);
+* on a node whose pool gives GPUs to DRA (``gpu.management``): watches its plugin registry
+  (``pluginwatcher``), runs the DRA driver ``gpu.mockgpu.io`` as its own process (``mockgpu dra-driver``, with
+  a kubeconfig for this kubelet's API client written next to it) and prepares pods' ResourceClaims through it
+  (``dramanager``); the node is ready once the driver has registered. The device plugin runs only when the
+  pool leaves it some GPUs.
 Shutdown (``stop``) kills every container and the plugin but keeps the device checkpoint, so a new kubelet on
 the same ``root`` keeps device assignments; pods whose processes are gone are then restarted or failed per
 ``restartPolicy`` (see ``podsync``). A deleted Node: see ``podsync.PodSync.node_deleted``.
@@ -30,14 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.config.clusterspec import ClusterSpec
-from mockgpu.config.inventory import node_inventory
+from mockgpu.config.inventory import device_plugin_inventory, dra_gpus, node_inventory
 from mockgpu.control.apiserver.podlogs import log_path
 from mockgpu.control.kubelet.apiwatch import Reflector
 from mockgpu.control.kubelet.container import ContainerSpec
 from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
 from mockgpu.control.kubelet.nodestatus import KUBELET_PORT, conditions, node_object, resources
 from mockgpu.control.kubelet.pluginproc import PluginProcess
+from mockgpu.control.kubelet.pluginwatcher import PluginWatcher
 from mockgpu.control.kubelet.podsync import PodSync
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.control.kubelet.runtime import ProcessRuntime
@@ -50,6 +57,7 @@ log = logging.getLogger(__name__)
 NODE_LEASE_NAMESPACE = "kube-node-lease"  # upstream's node lease: name = node, renewed with the status
 NODE_LEASE_SECONDS = 40  # upstream nodeLeaseDurationSeconds
 SOCKET_BUDGET = 107 - 40  # sun_path limit minus room for the longest plugin socket name
+DRA_SOCKET_BUDGET = 107 - 36  # room for plugins/gpu.mockgpu.io/dra.sock and plugins_registry/<driver>-reg.sock
 
 
 def plugin_dir_for(root: Path) -> Path:
@@ -59,6 +67,44 @@ def plugin_dir_for(root: Path) -> Path:
         return d
     digest = hashlib.sha1(str(Path(root).absolute()).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"mockgpu-dp-{digest}"
+
+
+def dra_dir_for(root: Path) -> Path:
+    """The node's DRA directory (``plugins/``, ``plugins_registry/``, ``cdi/``): ``<root>/dra``, or a short dir
+    in /tmp named by root's hash when the sockets would not fit a Unix socket path."""
+    d = Path(root) / "dra"
+    if len(str(d)) <= DRA_SOCKET_BUDGET:
+        return d
+    digest = hashlib.sha1(str(Path(root).absolute()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"mockgpu-dra-{digest}"
+
+
+def write_client_kubeconfig(api: Any, path: Path) -> Path:
+    """A kubeconfig (mode 0600) for the server, CA and credentials of a ``kubernetes.client.ApiClient``."""
+    import os
+
+    import yaml
+
+    cfg = api.configuration
+    cluster: dict[str, Any] = {"server": cfg.host}
+    if cfg.ssl_ca_cert:
+        cluster["certificate-authority"] = str(cfg.ssl_ca_cert)
+    if not cfg.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True
+    user: dict[str, Any] = {}
+    token = (cfg.api_key or {}).get("authorization")
+    if token:
+        user["token"] = token.removeprefix("Bearer ")
+    if cfg.cert_file:
+        user["client-certificate"], user["client-key"] = str(cfg.cert_file), str(cfg.key_file)
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "kubelet",
+           "clusters": [{"name": "kubelet", "cluster": cluster}], "users": [{"name": "kubelet", "user": user}],
+           "contexts": [{"name": "kubelet", "context": {"cluster": "kubelet", "user": "kubelet"}}]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(doc, fh)
+    return path
 
 
 @dataclass(frozen=True)
@@ -88,13 +134,22 @@ class Kubelet:
         self.inventory = node_inventory(spec, node) if self.has_gpus else None
         config = self.node.gpu.devicePluginConfig if self.has_gpus else None
         self.config = config
-        self.managers = {rm.resource: rm for rm in resource_managers(self.inventory, config)} if config else {}
+        dp_inventory = device_plugin_inventory(spec, node) if self.has_gpus else None
+        self.managers = {rm.resource: rm for rm in resource_managers(dp_inventory, config)} \
+            if config and dp_inventory and dp_inventory.gpus else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
         self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
-                                    self.root / "device-plugin.log") if self.has_gpus and self.options.run_plugin \
-            else None
+                                    self.root / "device-plugin.log") \
+            if self.has_gpus and dp_inventory.gpus and self.options.run_plugin else None
+        self.spec_file = Path(spec_file)
+        self.dra_gpus = dra_gpus(spec, node) if self.has_gpus else []
+        self.dra_dir = dra_dir_for(self.root)
+        self.dra = DRAManager(self.dra_dir / "cdi")
+        self.plugin_watcher = PluginWatcher(self.dra_dir / "plugins_registry", {"DRAPlugin": self.dra}) \
+            if self.dra_gpus else None
+        self.dra_driver: PluginProcess | None = None
         self.events: EventRecorder | None = None
         self.publisher: GpuStatePublisher | None = None
         self.pods = PodSync(self)
@@ -118,6 +173,8 @@ class Kubelet:
         self.dm.start()
         if self.plugin is not None:
             self.plugin.start()
+        if self.plugin_watcher is not None:
+            self.plugin_watcher.start()
         return self
 
     def start_api(self) -> Kubelet:
@@ -126,6 +183,7 @@ class Kubelet:
 
         api = self._api_client if isinstance(self._api_client, client.ApiClient) else self._api_client()
         self.core = client.CoreV1Api(api)
+        self.api = api
         self.leases = client.CoordinationV1Api(api)
         self.events = EventRecorder(self.core, self.name)
         if self.has_gpus:
@@ -139,11 +197,27 @@ class Kubelet:
                             Reflector(nodes, self._on_node, name=f"node-{self.name}").start()]
         if self.publisher is not None:
             self.publisher.start()
+        if self.plugin_watcher is not None:
+            self._start_dra_driver(api)
         return self
 
+    def _start_dra_driver(self, api: Any) -> None:
+        """The DRA driver process, once the Node exists (its ResourceSlices are owned by the Node)."""
+        from mockgpu.dra.publish import claim_getter
+
+        self.dra.get_claim = claim_getter(api)
+        if not self.options.run_plugin:
+            return
+        kubeconfig = write_client_kubeconfig(api, self.root / "dra-driver.kubeconfig")
+        self.dra_driver = PluginProcess.dra_driver(
+            self.spec_file, self.name, self.dra_dir / "plugins", self.dra_dir / "plugins_registry",
+            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log").start()
+
     def ready(self) -> bool:
-        """Node registered and every device plugin resource advertised in full."""
+        """Node registered, every device plugin resource advertised in full, the DRA driver (if any) registered."""
         alloc = self.posted_allocatable
+        if self.dra_driver is not None and not self.dra.registered():
+            return False
         return alloc is not None and all(alloc.get(r) == str(n) for r, n in self.expected.items())
 
     def wait_ready(self, timeout: float = 30.0) -> None:
@@ -155,6 +229,8 @@ class Kubelet:
                                    f"{self.posted_allocatable}, expected {self.expected}; plugin log: {tail[-500:]}")
             if self.plugin is not None and not self.plugin.alive():
                 raise MockgpuError(f"the device plugin of node {self.name} exited: {self.plugin.log_tail()[-500:]}")
+            if self.dra_driver is not None and not self.dra_driver.alive():
+                raise MockgpuError(f"the DRA driver of node {self.name} exited: {self.dra_driver.log_tail()[-500:]}")
             self._wake.set()
             time.sleep(0.02)
 
@@ -174,6 +250,11 @@ class Kubelet:
         self.dm.stop()
         if self.plugin is not None:
             self.plugin.stop()
+        if self.dra_driver is not None:
+            self.dra_driver.stop()
+        if self.plugin_watcher is not None:
+            self.plugin_watcher.stop()
+        self.dra.stop()
 
     def _spawn(self, target, name: str) -> None:  # noqa: ANN001
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -271,8 +352,32 @@ class Kubelet:
             for resource, ids in sorted(by_resource.items()):
                 allocs.append(DeviceAllocation(ns, pod, container, resource, tuple(ids),
                                                tuple(self.device_uuid(resource, i) for i in ids)))
+        allocs.extend(self._claim_allocations(active, names))
         replicas = {}
         if self.inventory is not None and self.config is not None:
             n = self.config.replicas_for("nvidia.com/gpu")
             replicas = {g.uuid: n for g in self.inventory.gpus if not g.mig}
         return StateInputs(tuple(allocs), replicas)
+
+    def _claim_allocations(self, active: set[str], names: dict[str, tuple[str, str]]) -> list[DeviceAllocation]:
+        """Devices of prepared ResourceClaims, per container naming the claim: resource ``resourceclaims/<claim>``
+        (how the pod inspector says which claim gave which device), device names and their UUIDs."""
+        if self.inventory is None or not self.dra_gpus:
+            return []
+        from mockgpu.dra.slices import DRIVER, device_uuids
+
+        uuids = device_uuids(self.inventory, self.dra_gpus)
+        out = []
+        for uid, pod in self.pods.pod_objects().items():
+            if uid not in active or uid not in names:
+                continue
+            ns, name = names[uid]
+            for c in pod["spec"].get("containers") or []:
+                by_claim: dict[str, list[str]] = {}
+                for claim, d in self.dra.container_devices(pod, c):
+                    if d.driver == DRIVER and d.pool == self.name and d.device in uuids:
+                        by_claim.setdefault(claim, []).append(d.device)
+                for claim, devs in sorted(by_claim.items()):
+                    out.append(DeviceAllocation(ns, name, c["name"], f"resourceclaims/{claim}", tuple(devs),
+                                                tuple(uuids[d] for d in devs)))
+        return out

@@ -1,6 +1,7 @@
-"""``python -m mockgpu.control.kubelet.plugin_main device-plugin ...``: the ``mockgpu device-plugin`` command
-(same parser and code, ``mockgpu.deviceplugin.command``) without importing the CLI's other subcommands, so a
-node's plugin process starts in about half the time. Errors print one line, as the CLI does.
+"""``python -m mockgpu.control.kubelet.plugin_main device-plugin|dra-driver ...``: the ``mockgpu device-plugin``
+and ``mockgpu dra-driver`` commands (same parsers and code, ``mockgpu.deviceplugin.command``,
+``mockgpu.dra.command``) without importing the CLI's other subcommands, so a node's plugin processes start in
+about half the time. Errors print one line, as the CLI does.
 
 The plugin also ends when its kubelet's process does, even one killed with SIGKILL (which cannot clean
 up): it watches its parent and SIGTERMs itself once reparented, like a DaemonSet pod whose node went away."""
@@ -14,6 +15,7 @@ import sys
 import threading
 
 from mockgpu.deviceplugin import command
+from mockgpu.dra import command as dra_command
 from mockgpu.errors import MockgpuError
 
 
@@ -31,7 +33,9 @@ def _exit_with_parent(interval: float = 0.5) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mockgpu")
     parser.add_argument("-v", "--verbose", action="store_true")
-    command.add_parser(parser.add_subparsers(dest="command", required=True))
+    sub = parser.add_subparsers(dest="command", required=True)
+    command.add_parser(sub)
+    dra_command.add_parser(sub)
     args = parser.parse_args(argv)
     _exit_with_parent()
     try:

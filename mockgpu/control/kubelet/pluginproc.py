@@ -1,9 +1,11 @@
-"""The node's device plugin as its own process, as a DaemonSet pod would run it next to the kubelet.
+"""The node's device plugin (and DRA driver) as its own process, as a DaemonSet pod would run it next to the
+kubelet.
 
 ``PluginProcess(spec_file, node, plugin_dir, driver_dir, log_file)`` runs
 ``mockgpu device-plugin --spec ... --node ... --plugin-dir ... --driver-dir ...`` (through ``plugin_main``, the
-same command without the CLI's other subcommands) in its own session; ``stop()`` sends SIGTERM, then SIGKILL,
-and reaps it, so it never outlives the kubelet.
+same command without the CLI's other subcommands) in its own session; ``PluginProcess.dra_driver(...)`` runs
+``mockgpu dra-driver`` the same way. ``stop()`` sends SIGTERM, then SIGKILL, and reaps it, so it never outlives
+the kubelet.
 """
 
 from __future__ import annotations
@@ -16,12 +18,22 @@ from pathlib import Path
 
 
 class PluginProcess:
-    def __init__(self, spec_file: Path, node: str, plugin_dir: Path, driver_dir: Path, log_file: Path) -> None:
-        self.argv = [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "device-plugin",
-                     "--spec", str(spec_file), "--node", node, "--plugin-dir", str(plugin_dir),
-                     "--driver-dir", str(driver_dir)]
+    def __init__(self, spec_file: Path, node: str, plugin_dir: Path, driver_dir: Path, log_file: Path,
+                 argv: list[str] | None = None) -> None:
+        self.argv = argv or [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "device-plugin",
+                             "--spec", str(spec_file), "--node", node, "--plugin-dir", str(plugin_dir),
+                             "--driver-dir", str(driver_dir)]
         self.log_file = log_file
         self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def dra_driver(cls, spec_file: Path, node: str, plugin_dir: Path, registry_dir: Path, cdi_dir: Path,
+                   driver_dir: Path, kubeconfig: Path, log_file: Path) -> PluginProcess:
+        """The node's DRA driver ``gpu.mockgpu.io`` (``mockgpu dra-driver``)."""
+        argv = [sys.executable, "-m", "mockgpu.control.kubelet.plugin_main", "dra-driver", "--spec", str(spec_file),
+                "--node", node, "--plugin-dir", str(plugin_dir), "--registry-dir", str(registry_dir),
+                "--cdi-dir", str(cdi_dir), "--driver-dir", str(driver_dir), "--kubeconfig", str(kubeconfig)]
+        return cls(spec_file, node, plugin_dir, cdi_dir, log_file, argv=argv)
 
     def start(self) -> PluginProcess:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,13 @@ class PodSync:
         with self._lock:
             return {u: _ns_name(p) for u, p in self.pods.items()}
 
+    def pod_objects(self) -> dict[str, dict[str, Any]]:
+        """uid -> the pod object its worker runs (with the claim statuses it prepared with)."""
+        with self._lock:
+            out = dict(self.pods)
+            out.update({u: w.pod for u, w in self.workers.items()})
+            return out
+
     # -- the watch handler -------------------------------------------------------------------------
     def on_pod(self, etype: str, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -74,6 +81,7 @@ class PodSync:
                 threading.Thread(target=self._finish, args=(w, 0.0), daemon=True).start()
             else:
                 self.k.dm.remove_pod(uid)
+                self._unprepare(pod)
             self._changed()
             return
         with self._lock:
@@ -104,13 +112,28 @@ class PodSync:
             return
         w = PodWorker(pod, node_name=self.k.name, runtime=self.k.runtime, devices=self.k.dm,
                       on_status=lambda st, p=pod: self._write_status(p, st),
-                      on_event=lambda ev, p=pod: self._event(p, ev))
+                      on_event=lambda ev, p=pod: self._event(p, ev),
+                      dra=self.k.dra, get_pod=lambda p=pod: self._read_pod(p))
         for r in w.app:  # a previous kubelet ran these: this is their next run
             if r.name in started:
                 r.restart_count = int(started[r.name].get("restartCount") or 0) + 1
         self.workers[uid] = w
         self.phases[uid] = "Pending"
         w.start()
+
+    def _read_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """The pod as the API has it now (its claim statuses may be newer than the watch event's)."""
+        import json
+
+        ns, name = _ns_name(pod)
+        return json.loads(self.k.core.read_namespaced_pod(name, ns, _preload_content=False).data)
+
+    def _unprepare(self, pod: dict[str, Any]) -> None:
+        """Unprepare the claims of a pod that has no worker (any it had are already unprepared)."""
+        try:
+            self.k.dra.unprepare(pod)
+        except Exception as exc:
+            log.warning("pod %s/%s: %s", *_ns_name(pod), exc)
 
     def _fail_vanished(self, pod: dict[str, Any], previous: dict[str, dict[str, Any]]) -> None:
         now = now_rfc3339()
@@ -176,6 +199,7 @@ class PodSync:
             self._finish(w, grace)
         else:
             self.k.dm.remove_pod(uid)
+            self._unprepare(pod)
         with self._lock:
             self.phases[uid] = self.phases.get(uid) if self.phases.get(uid) in TERMINAL else "Failed"
         ns, name = _ns_name(pod)

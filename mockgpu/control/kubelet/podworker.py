@@ -10,6 +10,13 @@ and messages: Pulled, Created, Started, Killing, BackOff, Failed). ``terminate(g
 containers (SIGTERM, SIGKILL after the grace period), frees the pod's devices and reports the
 terminal phase. The API-server side (watching pods, posting status and events) is the caller's.
 
+A pod with ``spec.resourceClaims`` has them prepared through the kubelet's DRA manager (``dra``) after
+admission and before any container starts; until that succeeds the pod stays Pending and each new failure is
+a ``FailedPrepareDynamicResources`` event (upstream's reason and message), retried with a back-off up to
+``DRA_RETRY_MAX`` seconds, re-reading the pod (``get_pod``) for claim names the claim controller records in
+its status. Each container gets the env of the CDI devices of the claims it names in ``resources.claims``.
+The claims are unprepared once the containers are stopped (deletion) or the pod has finished.
+
 Simplified: env ``valueFrom`` supports ``fieldRef`` only (secrets and config maps need the API
 server: such a container waits with ``CreateContainerConfigError``); no probes (a running container
 is ready); no sidecar (restartable init) containers; no ephemeral containers; images are names only.
@@ -17,6 +24,7 @@ is ready); no sidecar (restartable init) containers; no ephemeral containers; im
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -25,13 +33,16 @@ from dataclasses import dataclass
 from mockgpu.control.kubelet.allocation import AdmissionError
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus
 from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.dramanager import DRAError, DRAManager
 from mockgpu.control.kubelet.podenv import ConfigError, resolve_env
 from mockgpu.control.kubelet.podevices import ContainerAllocation
 from mockgpu.control.kubelet.podstatus import Conditions, ContainerRecord, now_ts, pod_phase
 from mockgpu.control.kubelet.restart import CrashLoopBackoff, crashloop_message, should_restart
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 
+log = logging.getLogger(__name__)
 DEFAULT_GRACE = 30.0
+DRA_RETRY_MAX = 5.0  # seconds between NodePrepareResources attempts at most
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,8 @@ class PodWorker:
         backoff: CrashLoopBackoff | None = None,
         on_status: Callable[[dict], None] | None = None,
         on_event: Callable[[PodEvent], None] | None = None,
+        dra: DRAManager | None = None,
+        get_pod: Callable[[], dict] | None = None,
     ) -> None:
         self.pod = pod
         meta, spec = pod["metadata"], pod["spec"]
@@ -60,6 +73,10 @@ class PodWorker:
         self.policy = spec.get("restartPolicy", "Always")
         self.node_name = node_name
         self.runtime, self.devices = runtime, devices
+        self.dra = dra if dra is not None and DRAManager.has_claims(pod) else None
+        self.get_pod = get_pod
+        self._dra_prepared = False
+        self._dra_lock = threading.Lock()
         self.backoff = backoff or CrashLoopBackoff()
         self.on_status, self.on_event = on_status, on_event
         self.init = [
@@ -102,6 +119,7 @@ class PodWorker:
                 t.join(0.2)
             if not any(t.is_alive() for t in self._threads) or time.monotonic() > deadline:
                 break
+        self._unprepare()
         if self.devices is not None:
             self.devices.remove_pod(self.uid)
         with self._lock:
@@ -133,6 +151,8 @@ class PodWorker:
     def _run(self) -> None:
         if not self._admit():
             return
+        if not self._prepare_claims():
+            return
         self._conditions.set("PodReadyToStartContainers", True)
         for r in self.init:
             if not self._run_container(r):
@@ -163,9 +183,55 @@ class PodWorker:
             return False
         return True
 
+    def _prepare_claims(self) -> bool:
+        """Prepare the pod's ResourceClaims, retrying until it works; False if the pod stops first."""
+        if self.dra is None:
+            return True
+        last, delay = "", 0.25
+        while not self._stopping.is_set():
+            try:
+                pod = self.get_pod() if self.get_pod is not None else self.pod
+                with self._dra_lock:
+                    self._dra_prepared = True  # from here on, unprepare (prepare may have partly succeeded)
+                    self.dra.prepare(pod)
+                self.pod = pod
+                return True
+            except DRAError as exc:
+                msg = f"Failed to prepare dynamic resources: {exc}"
+            except Exception as exc:  # the API server went away for a moment
+                msg = f"Failed to prepare dynamic resources: {exc}"
+            if msg != last:
+                self._event("Warning", "FailedPrepareDynamicResources", msg)
+                last = msg
+            if self._stopping.wait(delay):
+                break
+            delay = min(delay * 2, DRA_RETRY_MAX)
+        return False
+
+    def _unprepare(self) -> None:
+        """NodeUnprepareResources for the pod's claims, once (after its containers stopped)."""
+        if self.dra is None:
+            return
+        with self._dra_lock:
+            if not self._dra_prepared:
+                return
+            try:
+                self.dra.unprepare(self.pod)
+                self._dra_prepared = False
+            except DRAError as exc:  # upstream logs it and retries on the next sync; mockgpu logs it
+                log.warning("pod %s/%s: %s", self.namespace, self.name, exc)
+
     def _container_spec(self, r: ContainerRecord) -> ContainerSpec:
         c = self._specs[r.name]
         alloc = self._alloc.get(r.name) or ContainerAllocation()
+        envs, mounts = dict(alloc.envs), list(alloc.mounts)
+        if self.dra is not None:
+            try:
+                cdi_env, cdi_mounts = self.dra.container_edits(self.pod, c)
+            except DRAError as exc:
+                raise ConfigError(str(exc)) from None
+            envs.update(cdi_env)
+            mounts += [m for m in cdi_mounts if m.container_path not in {x.container_path for x in mounts}]
         return ContainerSpec(
             pod_uid=self.uid,
             pod_name=self.name,
@@ -175,8 +241,8 @@ class PodWorker:
             command=tuple(c.get("command") or ()),
             args=tuple(c.get("args") or ()),
             env=resolve_env(c, self.pod, self.node_name),
-            device_envs=alloc.envs,
-            mounts=tuple(alloc.mounts),
+            device_envs=envs,
+            mounts=tuple(mounts),
             working_dir=c.get("workingDir", ""),
             restart_count=r.restart_count,
         )
@@ -288,7 +354,9 @@ class PodWorker:
             st = self.status()
             if self.on_status:
                 self.on_status(st)
-            return st
+        if st.get("phase") in ("Succeeded", "Failed") and self._dra_prepared and not self._terminal:
+            threading.Thread(target=self._unprepare, name=f"unprepare-{self.name}", daemon=True).start()
+        return st
 
     def _event(self, etype: str, reason: str, message: str, r: ContainerRecord | None = None) -> None:
         if self.on_event:
