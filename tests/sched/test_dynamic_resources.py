@@ -22,6 +22,7 @@ from tests.sched.sched_builders import infos, node, req_pod
 
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
 CANNOT = "0/{n} nodes are available: {n} cannot allocate all claims. " + NOT_HELPFUL
+PROFILE = 'device.attributes["gpu.mockgpu.io"].profile == "{}"'
 MEM_40 = 'device.capacity["gpu.mockgpu.io"].memory.compareTo(quantity("40Gi")) >= 0'
 HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for "
         "optional fields")
@@ -69,17 +70,17 @@ CASES = [
          [claim("c", request("gpus", count=2), constraints=[{"matchAttribute": "gpu.mockgpu.io/nvlinkIsland"}])],
          want_message=CANNOT.format(n=1)),
     Case("MIG 1g.10gb + 3g.40gb on one A100: non-overlapping placements", [("n1", A100, 1, None)],
-         [claim("c", request("small", MIG_CLASS, selectors=['device.attributes["gpu.mockgpu.io"].profile == "1g.10gb"']),
-                request("big", MIG_CLASS, selectors=['device.attributes["gpu.mockgpu.io"].profile == "3g.40gb"']))],
+         [claim("c", request("small", MIG_CLASS, selectors=[PROFILE.format("1g.10gb")]),
+                request("big", MIG_CLASS, selectors=[PROFILE.format("3g.40gb")]))],
          want_node="n1", want_devices={"c": [("small", "gpu-0-mig-1g10gb-0"), ("big", "gpu-0-mig-3g40gb-4")]},
          check=_no_overlap),
     Case("MIG 3g.40gb when 1g.10gb instances sit in both halves: no placement left", [("n1", A100, 1, None)],
-         [claim("c", request("big", MIG_CLASS, selectors=['device.attributes["gpu.mockgpu.io"].profile == "3g.40gb"']))],
+         [claim("c", request("big", MIG_CLASS, selectors=[PROFILE.format("3g.40gb")]))],
          other_claims=[claim("o", request("a", MIG_CLASS), request("b", MIG_CLASS),
                              allocated=[("a", "n1", "gpu-0-mig-1g10gb-1"), ("b", "n1", "gpu-0-mig-1g10gb-5")])],
          want_message=CANNOT.format(n=1)),
     Case("MIG 3g.40gb next to an allocated 1g.10gb: takes the other half", [("n1", A100, 1, None)],
-         [claim("c", request("big", MIG_CLASS, selectors=['device.attributes["gpu.mockgpu.io"].profile == "3g.40gb"']))],
+         [claim("c", request("big", MIG_CLASS, selectors=[PROFILE.format("3g.40gb")]))],
          other_claims=[claim("o", request("a", MIG_CLASS), allocated=[("a", "n1", "gpu-0-mig-1g10gb-2")])],
          want_node="n1", want_devices={"c": [("big", "gpu-0-mig-3g40gb-4")]}),
     Case("whole GPU excluded once a MIG instance of it is allocated", [("n1", A100, 1, None)],
@@ -117,11 +118,13 @@ CASES = [
          want_message=CANNOT.format(n=1)),
     Case("pod whose claim does not exist", [("n1", "L4", 1, None), ("n2", "L4", 1, None)], [],
          missing=["nope"],
-         want_message='0/2 nodes are available: could not find ResourceClaim "default/nope". ' + NOT_HELPFUL.format(n=2)),
+         want_message='0/2 nodes are available: could not find ResourceClaim "default/nope". '
+                      + NOT_HELPFUL.format(n=2)),
     Case("unknown device class", [("n1", "L4", 1, None)], [claim("c", request("gpu", "no-such-class"))],
          want_message="0/1 nodes are available: request gpu: device class no-such-class does not exist. "
                       + NOT_HELPFUL.format(n=1)),
-    Case("claim allocated already: the pod goes to the allocation's node", [("n1", "L4", 1, None), ("n2", "L4", 1, None)],
+    Case("claim allocated already: the pod goes to the allocation's node",
+         [("n1", "L4", 1, None), ("n2", "L4", 1, None)],
          [claim("c", request("gpu"), allocated=[("gpu", "n2", "gpu-0")])],
          want_node="n2", want_devices={}, want_reason=("n1", "resourceclaim not available on the node")),
     Case("two claims in one pod get different devices", [("n1", "L4", 2, None)],

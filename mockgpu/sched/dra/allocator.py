@@ -18,7 +18,9 @@ into an Error status.
 
 Simplified: no prioritized lists (``firstAvailable``), admin access, device taints/tolerations, binding
 conditions, consumable capacity (``allowMultipleAllocations`` devices are still used by one claim) or device
-configs in the result; the 32-device result limit is checked up front only.
+configs in the result; the 32-device result limit is checked up front only. A selector's result on a device is
+cached for as long as the slices are unchanged (upstream caches it for one ``Allocate`` call); the verdict is
+the same, only cheaper, since cel-python evaluates an expression in about a quarter of a millisecond.
 """
 
 from __future__ import annotations
@@ -286,17 +288,24 @@ class _Run:
             exprs = req.selectors
             where = f"claim {claim_key(self.claims[req.claim_index])}"
         device_name = "/".join(dev_id)
+        cache = self.a.slices.cel_results
         for i, expr in enumerate(exprs):
-            try:
-                cel.compile_expression(expr)
-            except cel.CelCompileError as exc:
-                raise AllocationError(f"{where}: selector #{i}: CEL compile error: {exc}") from None
-            try:
-                ok = cel.device_matches(expr, self.a.activation(pool.driver, device))
-            except cel.CelRuntimeError as exc:
+            key = (expr, id(device))
+            hit = cache.get(key)
+            if hit is None or hit[0] is not device:
+                try:
+                    cel.compile_expression(expr)
+                except cel.CelCompileError as exc:
+                    raise AllocationError(f"{where}: selector #{i}: CEL compile error: {exc}") from None
+                try:
+                    hit = (device, cel.device_matches(expr, self.a.activation(pool.driver, device)), "")
+                except cel.CelRuntimeError as exc:
+                    hit = (device, False, str(exc))
+                cache[key] = hit
+            if hit[2]:
                 raise AllocationError(f"{where}: selector #{i} on device {device_name}: CEL runtime error: "
-                                      f"{exc}") from None
-            if not ok:
+                                      f"{hit[2]}")
+            if not hit[1]:
                 return False
         return True
 

@@ -93,6 +93,9 @@ class SliceIndex:
         self.pools = {k: sorted(v, key=lambda s: (s.get("metadata") or {}).get("name", ""))
                       for k, v in sorted(by_pool.items())}
         self._cache: dict[tuple[str, str, str], Pool] = {}
+        # (expression, id(device)) → (device, matched, runtime error): a selector's verdict on a device is a pure
+        # function of the two, so it is kept as long as these slices are (upstream: for one Allocate call).
+        self.cel_results: dict[tuple[str, int], tuple[dict, bool, str]] = {}
 
     def pools_for(self, node: Mapping) -> list[Pool]:
         """The pools with devices for ``node`` (upstream skips pools none of whose device slices target it)."""
