@@ -15,7 +15,8 @@ key: <name>``), passed through upstream's ``EnhanceRuntimeError`` hint. Compiled
 expression text.
 
 Simplified: no type checking at compile time (cel-go checks types against the declared environment; here a
-type error only shows when evaluated), no cost limits, list-type attributes (alpha) are not modelled, and the
+type error only shows when evaluated), no cost limits, no ``cel.bind`` (cel-go's ext.Bindings, not in
+cel-python 0.5), list-type attributes (alpha) are not modelled, and the
 ``semver(s, normalize)`` two-argument form is not bound.
 """
 
