@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.scheduler import Scheduler, load_scheduler_config
 from mockgpu.config import load_spec
+from mockgpu.control.scheduler import Scheduler, load_scheduler_config
 from tests.sched.dra_builders import CLASSES, claim, claim_pod, node_slices, request
 
-from .conftest import Env, wait_for
+from .conftest import Env
 
 GROUP = "resource.k8s.io/v1"
 
