@@ -224,3 +224,10 @@ def test_pool_completeness(drop_counters, generations, want_node):
     assert res.selected_node == want_node
     if want_node is None:
         assert res.message == CANNOT.format(n=1)
+
+
+def test_filter_outside_a_cycle_does_prefilter_work():
+    """A direct Filter call (no schedule_one, so no snapshot and no PreFilter) still answers, never raises."""
+    status = DynamicResources().filter(claim_pod("p", "c"), infos([node("n1", {"cpu": "1"})])[0])
+    assert (status.code.name, status.message) == ("UNSCHEDULABLE_AND_UNRESOLVABLE",
+                                                  'could not find ResourceClaim "default/c"')

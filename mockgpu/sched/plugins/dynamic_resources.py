@@ -134,6 +134,14 @@ class DynamicResources:
     def pre_filter(self, pod: Mapping, nodes: list[NodeInfo]) -> Status:
         state = cycle_state()
         state.pop(_STATE_KEY, None)
+        result = self._prepare(pod)
+        if isinstance(result, Status):
+            return result
+        state[_STATE_KEY] = (pod, result)
+        return Status.success()
+
+    def _prepare(self, pod: Mapping) -> Status | _PodState:
+        """PreFilter's work: the pod's claims, their checks, the allocator (or the status that ends it)."""
         if not has_claims(pod):
             return Status(Code.SKIP)
         snap = self._snapshot()
@@ -167,8 +175,7 @@ class DynamicResources:
         if ps.to_allocate:
             in_use = allocated_devices(c for k, c in snap.claims.items())
             ps.allocator = Allocator(snap.classes, snap.slice_index, in_use)
-        state[_STATE_KEY] = (pod, ps)
-        return Status.success()
+        return ps
 
     def _pod_state(self, pod: Mapping) -> _PodState | None:
         entry = cycle_state().get(_STATE_KEY)
@@ -182,14 +189,12 @@ class DynamicResources:
         if not has_claims(pod):
             return Status(Code.SKIP)
         ps = self._pod_state(pod)
-        if ps is None:  # PreFilter did not run (a direct Filter call): run it for this pod now
-            pre = self.pre_filter(pod, [node])
-            if pre.code is Code.SKIP:
-                return pre
-            if not pre.is_success:
-                return pre
-            ps = self._pod_state(pod)
-            assert ps is not None
+        if ps is None:  # PreFilter did not run (a direct Filter call): do its work for this pod now
+            prepared = self._prepare(pod)
+            if isinstance(prepared, Status):
+                return prepared
+            ps = prepared
+            cycle_state()[_STATE_KEY] = (pod, ps)
         hit = ps.per_node.get(node.name)
         if hit is None:
             hit = ps.per_node[node.name] = self._filter(ps, node)
