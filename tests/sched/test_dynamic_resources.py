@@ -231,3 +231,26 @@ def test_filter_outside_a_cycle_does_prefilter_work():
     status = DynamicResources().filter(claim_pod("p", "c"), infos([node("n1", {"cpu": "1"})])[0])
     assert (status.code.name, status.message) == ("UNSCHEDULABLE_AND_UNRESOLVABLE",
                                                   'could not find ResourceClaim "default/c"')
+
+
+@pytest.mark.parametrize("selection, want_nodes, want_selector", [
+    ({"allNodes": True}, ["n1", "n2"], None),  # network-attached: no node selector in the allocation
+    ({"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}}, ["n2"],  # the slice's selector is copied
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a"]}]}]}),
+    ({"nodeName": "n1"}, ["n1"], {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}),
+])
+def test_slice_node_selection(selection, want_nodes, want_selector):
+    s = node_slices("shared", "L4", 1)[0]
+    del s["spec"]["nodeName"]
+    s["spec"].update(selection)
+    nodes = infos([node("n1", {"cpu": "1"}), node("n2", {"cpu": "1"}, labels={"rack": "a"})])
+    dra = DraSnapshot(classes=CLASSES, slices=[s], claims={"default/c": claim("c", request("gpu"))})
+    res = schedule_one(claim_pod("p", "c"), nodes, default_config().profiles["default-scheduler"],
+                       random.Random(0), dra=dra)
+    assert res.feasible == want_nodes
+    alloc = res.claim_allocations["default/c"]
+    assert alloc.get("nodeSelector") == want_selector
+    assert alloc["devices"]["results"] == [{"request": "gpu", "driver": "gpu.mockgpu.io", "pool": "shared",
+                                            "device": "gpu-0"}]

@@ -65,6 +65,32 @@ def node_selector_for(node_name: str) -> dict:
         {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
 
 
+def _node_selector(specs: list[Mapping]) -> dict | None:
+    """Upstream ``createNodeSelector``: a node-local device pins the claim to its node; otherwise the (single)
+    terms of the slices' node selectors are merged; nothing to say means "available everywhere" (None)."""
+    fields: list[dict] = []
+    exprs: list[dict] = []
+    for spec in specs:
+        if spec.get("nodeName"):
+            return node_selector_for(str(spec["nodeName"]))
+        terms = (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+        if len(terms) == 1:
+            for req in terms[0].get("matchFields") or []:
+                if req not in fields:
+                    fields.append(req)
+            for req in terms[0].get("matchExpressions") or []:
+                if req not in exprs:
+                    exprs.append(req)
+    if not fields and not exprs:
+        return None
+    term: dict[str, list[dict]] = {}
+    if exprs:
+        term["matchExpressions"] = exprs
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]}
+
+
 class _Request:
     __slots__ = ("all_devices", "class_", "claim_index", "name", "num", "selectors")
 
@@ -174,7 +200,7 @@ class _Run:
         self.picking: set[DeviceID] = set()
         self.consumed: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[dict]] = [[] for _ in claims]
-        self.local: list[list[str]] = [[] for _ in claims]  # per result: the slice's spec.nodeName ("" if none)
+        self.local: list[list[Mapping]] = [[] for _ in claims]  # per result: its slice's spec
         self.matches: dict[tuple[int, str, DeviceID], bool] = {}
         self.requests: list[list[_Request]] = []
         self.constraints: list[list[_MatchAttribute]] = []
@@ -190,9 +216,9 @@ class _Run:
         out = []
         for results, local in zip(self.results, self.local, strict=True):
             allocation: dict[str, Any] = {"devices": {"results": results}}
-            node_name = next((n for n in local if n), "")
-            if node_name:  # node-local devices restrict the claim to that node; else "available everywhere"
-                allocation["nodeSelector"] = node_selector_for(node_name)
+            selector = _node_selector(local)
+            if selector is not None:
+                allocation["nodeSelector"] = selector
             out.append(allocation)
         return out
 
@@ -375,7 +401,7 @@ class _Run:
         results.append({"request": req.name, "driver": pool.driver, "pool": pool.name,
                         "device": device.get("name", "")})
         local = self.local[req.claim_index]
-        local.append(str((s.get("spec") or {}).get("nodeName") or ""))
+        local.append(s.get("spec") or {})
 
         def undo() -> None:
             results.pop()

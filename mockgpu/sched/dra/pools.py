@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from mockgpu.quantity import QuantityError, parse_quantity
@@ -57,8 +58,13 @@ def _generation(s: Mapping) -> int:
 
 def counter_value(raw: Any) -> Fraction:
     """A ``Counter`` (``{"value": "1"}``) as an exact number (0 if unparsable: validation prevents that)."""
+    return _quantity(str((raw or {}).get("value", "0")))
+
+
+@lru_cache(maxsize=1024)
+def _quantity(text: str) -> Fraction:
     try:
-        return parse_quantity(str((raw or {}).get("value", "0")))
+        return parse_quantity(text)
     except QuantityError:
         return Fraction(0)
 
@@ -92,6 +98,15 @@ class SliceIndex:
                 current.append(dict(s))
         self.pools = {k: sorted(v, key=lambda s: (s.get("metadata") or {}).get("name", ""))
                       for k, v in sorted(by_pool.items())}
+        # Pools whose device slices all name one node are only looked at for that node.
+        self._by_node: dict[str, list[tuple[str, str]]] = {}
+        self._anywhere: list[tuple[str, str]] = []
+        for k, v in self.pools.items():
+            names = {_spec(s).get("nodeName") for s in v if not _spec(s).get("sharedCounters")}
+            if len(names) == 1 and next(iter(names)):
+                self._by_node.setdefault(str(next(iter(names))), []).append(k)
+            else:
+                self._anywhere.append(k)
         self._cache: dict[tuple[str, str, str], Pool] = {}
         # (expression, id(device)) → (device, matched, runtime error): a selector's verdict on a device is a pure
         # function of the two, so it is kept as long as these slices are (upstream: for one Allocate call).
@@ -100,7 +115,12 @@ class SliceIndex:
     def pools_for(self, node: Mapping) -> list[Pool]:
         """The pools with devices for ``node`` (upstream skips pools none of whose device slices target it)."""
         out = []
-        for (driver, name), slices in self.pools.items():
+        node_name = (node.get("metadata") or {}).get("name", "")
+        keys = self._by_node.get(node_name, [])
+        if self._anywhere:
+            keys = sorted([*keys, *self._anywhere])
+        for driver, name in keys:
+            slices = self.pools[(driver, name)]
             targeting = [s for s in slices if not _spec(s).get("sharedCounters") and slice_targets(s, node)]
             if not targeting:
                 continue
