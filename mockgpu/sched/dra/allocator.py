@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.sched.dra import cel
 from mockgpu.sched.dra.pools import DeviceID, Pool, SliceIndex, counter_value
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
@@ -162,6 +161,8 @@ class Allocator:
     # ---- shared between runs ---------------------------------------------------------------------------------
 
     def activation(self, driver: str, device: dict) -> dict:
+        from mockgpu.sched.dra import cel  # celpy (~0.2 s to import and build its parser) only once DRA is used
+
         hit = self._activations.get(id(device))
         if hit is None or hit[0] is not device:
             hit = self._activations[id(device)] = (device, cel.device_activation(driver, device))
@@ -314,6 +315,8 @@ class _Run:
             exprs = req.selectors
             where = f"claim {claim_key(self.claims[req.claim_index])}"
         device_name = "/".join(dev_id)
+        from mockgpu.sched.dra import cel  # see Allocator.activation
+
         cache = self.a.slices.cel_results
         for i, expr in enumerate(exprs):
             key = (expr, id(device))
