@@ -213,3 +213,29 @@ def test_allocated_claim_pins_the_pod_to_its_node(dra):
     stored = fake.get_claim("default", "shared")
     assert [r["name"] for r in stored["status"]["reservedFor"]] == ["user"]
     assert [w for w, n in fake.log if n == "shared"] == ["claim/status"]  # reservation only, no finalizer PUT
+
+
+def test_missing_class_then_created(dra):
+    env, fake, _ = dra
+    fake.put("resourceclaims", claim("odd", request("gpu", "odd-class")))
+    env.create(_pod("needs-class", "odd"))
+    cond = env.wait_unschedulable("needs-class")
+    assert (cond.reason, cond.message) == ("Unschedulable", "0/4 nodes are available: request gpu: device class "
+                                           "odd-class does not exist. preemption: 0/4 nodes are available: 4 "
+                                           "Preemption is not helpful for scheduling.")
+    fake.put("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                               "metadata": {"name": "odd-class"},
+                               "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.mockgpu.io"'}}]}})
+    assert env.wait_bound("needs-class", timeout=15).spec.node_name in ("gpu-1", "gpu-2")
+
+
+def test_cel_runtime_error_is_a_scheduler_error(dra):
+    env, fake, _ = dra
+    fake.put("resourceclaims", claim("bad", request("gpu", selectors=[
+        'device.attributes["gpu.mockgpu.io"].nvlinkIsland == 0'])))
+    env.create(_pod("cel", "bad"))
+    cond = env.wait_unschedulable("cel")
+    assert cond.reason == "SchedulerError"
+    assert cond.message.startswith('running "DynamicResources" filter plugin: claim default/bad: selector #0 on '
+                                   "device gpu.mockgpu.io/gpu-")
+    assert ": CEL runtime error: no such key: nvlinkIsland. consider using CEL optional chaining" in cond.message
