@@ -36,7 +36,7 @@ ANNOTATION_FILTER = "mockgpu.io/filter-result"
 ANNOTATION_SCORE = "mockgpu.io/score-result"
 ANNOTATION_FINAL_SCORE = "mockgpu.io/finalscore-result"
 ANNOTATION_SELECTED = "mockgpu.io/selected-node"
-ANNOTATION_DRA_ALLOCATION = "mockgpu.io/dra-allocation"  # claim name → [{request, device}] allocated this cycle
+ANNOTATION_DRA_ALLOCATION = "mockgpu.io/dra-allocation"  # claim name → [{request, device}], every claim of the pod
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # upstream ErrNoNodesAvailable
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -70,8 +70,14 @@ class ScheduleResult:
 
     @property
     def claim_allocations(self) -> dict[str, dict]:
-        """DynamicResources' allocations: ``"namespace/claim" → AllocationResult`` for the chosen node."""
-        return dict(self.reserved.get("DynamicResources") or {})
+        """DynamicResources' new allocations: ``"namespace/claim" → AllocationResult`` on the chosen node (what
+        PreBind writes)."""
+        return dict((self.reserved.get("DynamicResources") or {}).get("allocated") or {})
+
+    @property
+    def pod_claim_allocations(self) -> dict[str, dict]:
+        """Every claim of the pod → its allocation (made by this cycle or before)."""
+        return {k: v for k, v in ((self.reserved.get("DynamicResources") or {}).get("claims") or {}).items() if v}
 
     @property
     def scheduled(self) -> bool:
@@ -219,8 +225,9 @@ def annotations(res: ScheduleResult) -> dict[str, str]:
            ANNOTATION_FINAL_SCORE: dump(res.final_scores)}
     if res.selected_node:
         out[ANNOTATION_SELECTED] = res.selected_node
-    if res.claim_allocations:
-        out[ANNOTATION_DRA_ALLOCATION] = json.dumps(dra_allocation_summary(res.claim_allocations), sort_keys=True)
+    if res.pod_claim_allocations:
+        out[ANNOTATION_DRA_ALLOCATION] = json.dumps(dra_allocation_summary(res.pod_claim_allocations),
+                                                    sort_keys=True)
     return out
 
 

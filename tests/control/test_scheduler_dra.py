@@ -209,7 +209,8 @@ def test_allocated_claim_pins_the_pod_to_its_node(dra):
     env.create(_pod("user", "shared"))
     pod = env.wait_bound("user")
     assert pod.spec.node_name == "gpu-2"
-    assert "mockgpu.io/dra-allocation" not in (pod.metadata.annotations or {})
+    assert json.loads(pod.metadata.annotations["mockgpu.io/dra-allocation"]) == {
+        "shared": [{"request": "gpu", "device": "gpu-0"}]}  # allocated before, shown all the same
     stored = fake.get_claim("default", "shared")
     assert [r["name"] for r in stored["status"]["reservedFor"]] == ["user"]
     assert [w for w, n in fake.log if n == "shared"] == ["claim/status"]  # reservation only, no finalizer PUT

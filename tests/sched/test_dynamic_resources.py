@@ -167,11 +167,11 @@ def test_dynamic_resources(case: Case):
             assert all(r["driver"] == "gpu.mockgpu.io" and r["pool"] == case.want_node
                        for r in alloc["devices"]["results"])
         notes = annotations(res)
-        if case.want_devices:
-            assert json.loads(notes[ANNOTATION_DRA_ALLOCATION]) == {
-                c: [{"request": r, "device": d} for r, d in devs] for c, devs in case.want_devices.items()}
-        else:
-            assert ANNOTATION_DRA_ALLOCATION not in notes
+        every = {c["metadata"]["name"]: [{"request": r["request"], "device": r["device"]}
+                                         for r in c["status"]["allocation"]["devices"]["results"]]
+                 for c in case.pod_claims if (c.get("status") or {}).get("allocation")}  # allocated before
+        every.update({c: [{"request": r, "device": d} for r, d in devs] for c, devs in case.want_devices.items()})
+        assert json.loads(notes[ANNOTATION_DRA_ALLOCATION]) == every
     if case.check is not None:
         assert case.check(next(iter(got.values())))
 

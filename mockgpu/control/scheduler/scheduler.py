@@ -13,7 +13,8 @@ DRA: three more informers (``resource.k8s.io/v1`` deviceclasses, resourceslices,
 API server without that group still works) feed ``dra.DraStore``, whose snapshot each cycle hands to
 DynamicResources. A pod whose claims do not all exist is held by PreEnqueue (nothing written, as upstream) until a
 claim event. A chosen pod's claims are assumed allocated at once; the writer first writes each claim's
-``status.allocation`` and ``reservedFor`` (PreBind), then binds; the pod also gets ``mockgpu.io/dra-allocation``.
+``status.allocation`` and ``reservedFor`` (PreBind), then binds; the pod also gets ``mockgpu.io/dra-allocation``
+(claim name → ``[{request, device}]``).
 
 Simplified (documented in the README too): preemption deletes the victims (after marking them
 ``DisruptionTarget``) and nominates the node, but PodDisruptionBudgets are ignored and nominated pods are

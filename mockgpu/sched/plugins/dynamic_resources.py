@@ -10,8 +10,8 @@ find devices for every unallocated claim (else ``cannot allocate all claims``) a
 available there (else ``resourceclaim not available on the node``); all of these are UnschedulableAndUnresolvable,
 so preemption does not help, as upstream. A claim the allocator cannot handle at all (CEL error, …) is an Error
 status: the cycle stops with ``running "DynamicResources" filter plugin: <error>``. Reserve hands the chosen
-node's allocations (claim key → ``AllocationResult``) to the binder, which writes them to the claims' status
-(PreBind) before binding.
+node's new allocations (claim key → ``AllocationResult``) to the binder, which writes them to the claims' status
+(PreBind) before binding, and every claim's allocation to the annotations.
 
 Inputs: a ``DraSnapshot`` passed to ``schedule_one(dra=...)``; without one there are no classes, slices or claims.
 
@@ -224,11 +224,16 @@ class DynamicResources:
     # ---- Reserve ---------------------------------------------------------------------------------------------
 
     def reserve(self, pod: Mapping, node_name: str) -> dict[str, Any]:
-        """``claim key → allocation`` for the claims this cycle allocated on ``node_name``."""
+        """``{"allocated": claim key → allocation made now on node_name, "claims": every claim of the pod →
+        its allocation (made now or before)}``; empty for a pod without claims."""
         ps = self._pod_state(pod)
-        if ps is None or not ps.to_allocate:
+        if ps is None:
             return {}
-        hit = ps.per_node.get(node_name)
-        if hit is None or not hit[0].is_success:
-            return {}
-        return {claim_key(c): a for c, a in zip(ps.to_allocate, hit[1], strict=True)}
+        allocated: dict[str, Any] = {}
+        if ps.to_allocate:
+            hit = ps.per_node.get(node_name)
+            if hit is None or not hit[0].is_success:
+                return {}
+            allocated = {claim_key(c): a for c, a in zip(ps.to_allocate, hit[1], strict=True)}
+        claims = {claim_key(c): allocated.get(claim_key(c)) or _allocation(c) for c in ps.claims}
+        return {"allocated": allocated, "claims": claims}
