@@ -13,14 +13,18 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mockgpu.sched.dra.snapshot import SNAPSHOT_KEY, DraSnapshot
 from mockgpu.sched.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     Code,
     NormalizeScorePlugin,
+    PreFilterPlugin,
     PreScorePlugin,
     Profile,
+    ReservePlugin,
     Status,
+    cycle_state_scope,
     run_filters_with_nominated,
 )
 from mockgpu.sched.messages import fit_error
@@ -32,6 +36,7 @@ ANNOTATION_FILTER = "mockgpu.io/filter-result"
 ANNOTATION_SCORE = "mockgpu.io/score-result"
 ANNOTATION_FINAL_SCORE = "mockgpu.io/finalscore-result"
 ANNOTATION_SELECTED = "mockgpu.io/selected-node"
+ANNOTATION_DRA_ALLOCATION = "mockgpu.io/dra-allocation"  # claim name → [{request, device}], every claim of the pod
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # upstream ErrNoNodesAvailable
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -59,6 +64,20 @@ class ScheduleResult:
     nominated_node: str | None = None  # preemption: where the pod will go once victims are gone
     victims: list[str] = field(default_factory=list)
     next_start_index: int = 0
+    pre_filter_msg: str = ""  # a PreFilter rejection (every node failed with it)
+    error: str | None = None  # a plugin Error status: the cycle stopped (upstream: SchedulerError)
+    reserved: dict[str, dict] = field(default_factory=dict)  # plugin → what its Reserve kept for the binder
+
+    @property
+    def claim_allocations(self) -> dict[str, dict]:
+        """DynamicResources' new allocations: ``"namespace/claim" → AllocationResult`` on the chosen node (what
+        PreBind writes)."""
+        return dict((self.reserved.get("DynamicResources") or {}).get("allocated") or {})
+
+    @property
+    def pod_claim_allocations(self) -> dict[str, dict]:
+        """Every claim of the pod → its allocation (made by this cycle or before)."""
+        return {k: v for k, v in ((self.reserved.get("DynamicResources") or {}).get("claims") or {}).items() if v}
 
     @property
     def scheduled(self) -> bool:
@@ -87,6 +106,9 @@ def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, r
         processed += 1
         status, results = run_filters_with_nominated(profile, pod, node, nominated.get(node.name, ()))
         res.filter_results[node.name] = results
+        if status.code is Code.ERROR:
+            res.error = f'running "{status.plugin}" filter plugin: {status.message}'
+            break
         if status.is_success:
             res.feasible.append(node.name)
             if len(res.feasible) >= want:
@@ -117,7 +139,8 @@ def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleR
 
 
 def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
-                 start_index: int = 0, nominated: Mapping[str, list[dict]] | None = None) -> ScheduleResult:
+                 start_index: int = 0, nominated: Mapping[str, list[dict]] | None = None,
+                 dra: DraSnapshot | None = None) -> ScheduleResult:
     """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure.
 
     ``rng`` is kept for callers (and for a future extender model): v1.37.2 draws no random number to break
@@ -126,8 +149,11 @@ def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random
     ``nominated`` maps a node name to the pods nominated to it (``status.nominatedNodeName``, not yet bound).
     As upstream, those of priority ≥ the pod's count during Filter (and the preemption dry run) only: Score
     sees the nodes without them.
+
+    ``dra`` is what DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims); pods without
+    ``spec.resourceClaims`` never look at it.
     """
-    with cycle_cache():
+    with cycle_cache(), cycle_state_scope({SNAPSHOT_KEY: dra}):
         return _schedule_one(pod, nodes, profile, rng, start_index, nominated or {})
 
 
@@ -137,7 +163,12 @@ def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: rando
     if not nodes:
         res.message = NO_NODES_AVAILABLE
         return res
+    if _pre_filter(pod, nodes, profile, res, nominated):
+        return res
     _filter(pod, nodes, profile, start_index % len(nodes), res, nominated)
+    if res.error is not None:
+        res.feasible = []
+        return res
     if not res.feasible:
         pre = preempt(pod, nodes, res.statuses, profile, nominated)
         res.nominated_node, res.victims = pre.nominated_node, pre.victims
@@ -145,10 +176,44 @@ def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: rando
         return res
     if len(res.feasible) == 1:
         res.selected_node = res.feasible[0]
-        return res
-    _score(pod, nodes, profile, res)
-    res.selected_node = select_host([(name, res.totals[name]) for name in res.feasible], rng)
+    else:
+        _score(pod, nodes, profile, res)
+        res.selected_node = select_host([(name, res.totals[name]) for name in res.feasible], rng)
+    _reserve(pod, profile, res)
     return res
+
+
+def _pre_filter(pod: dict, nodes: list[NodeInfo], profile: Profile, res: ScheduleResult,
+                nominated: Mapping[str, list[dict]]) -> bool:
+    """Run the PreFilter plugins; True when one ended the cycle (rejection or error)."""
+    for plugin in profile.filters:
+        if not isinstance(plugin, PreFilterPlugin):
+            continue
+        status = plugin.pre_filter(pod, nodes)
+        if status.code in (Code.SUCCESS, Code.SKIP):
+            continue
+        if status.code is Code.ERROR:
+            res.error = f'running PreFilter plugin "{plugin.name}": {status.message}'
+            return True
+        status = status.with_plugin(plugin.name)
+        res.pre_filter_msg = status.message
+        for node in nodes:  # upstream: every node gets the PreFilter status (SetAbsentNodesStatus)
+            res.statuses[node.name] = status
+            res.filter_results[node.name] = {plugin.name: status.message}
+        pre = preempt(pod, nodes, {}, profile, nominated)
+        res.nominated_node, res.victims = pre.nominated_node, pre.victims
+        res.message = fit_error(len(nodes), res.statuses, pre_filter_msg=res.pre_filter_msg,
+                                post_filter_msg=pre.message)
+        return True
+    return False
+
+
+def _reserve(pod: dict, profile: Profile, res: ScheduleResult) -> None:
+    for plugin in profile.filters:
+        if isinstance(plugin, ReservePlugin):
+            kept = plugin.reserve(pod, str(res.selected_node))
+            if kept:
+                res.reserved[plugin.name] = dict(kept)
 
 
 def annotations(res: ScheduleResult) -> dict[str, str]:
@@ -160,4 +225,17 @@ def annotations(res: ScheduleResult) -> dict[str, str]:
            ANNOTATION_FINAL_SCORE: dump(res.final_scores)}
     if res.selected_node:
         out[ANNOTATION_SELECTED] = res.selected_node
+    if res.pod_claim_allocations:
+        out[ANNOTATION_DRA_ALLOCATION] = json.dumps(dra_allocation_summary(res.pod_claim_allocations),
+                                                    sort_keys=True)
+    return out
+
+
+def dra_allocation_summary(allocations: Mapping[str, Mapping]) -> dict[str, list[dict[str, str]]]:
+    """``claim name → [{request, device}]`` for the pod annotation (the pool is the node)."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for key, alloc in allocations.items():
+        results = ((alloc.get("devices") or {}).get("results")) or []
+        out[key.split("/", 1)[-1]] = [{"request": r.get("request", ""), "device": r.get("device", "")}
+                                      for r in results]
     return out

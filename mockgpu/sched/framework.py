@@ -1,13 +1,18 @@
 """The scheduling framework's vocabulary: status codes, plugin protocols, profiles.
 
 Mirrors kube-scheduler's framework (``pkg/scheduler/framework/interface.go``) for the extension points this
-model runs: Filter, PreScore (only to let a plugin Skip), Score and NormalizeScore. Plugins are plain
-objects built from their (defaulted, validated) args; they do no I/O.
+model runs: PreEnqueue, PreFilter, Filter, PreScore (only to let a plugin Skip), Score, NormalizeScore and
+Reserve. Plugins are plain objects built from their (defaulted, validated) args; they do no I/O. What a plugin
+computes in PreFilter for the pod of the running cycle lives in ``cycle_state()`` (upstream's CycleState); a
+Filter that returns ``Code.SKIP`` counts as passed and is not recorded (upstream skips Filter for a plugin whose
+PreFilter said Skip).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol, runtime_checkable
@@ -69,6 +74,47 @@ class FilterPlugin(Protocol):
     name: str
 
     def filter(self, pod: Mapping, node: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    """Gates a pod before it enters the active queue (rejected: it waits, nothing is written)."""
+
+    def pre_enqueue(self, pod: Mapping) -> Status: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    """Runs once per cycle before Filter; a rejection makes every node fail with its message (PreFilterMsg)."""
+
+    def pre_filter(self, pod: Mapping, nodes: list[NodeInfo]) -> Status: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    """After a node was chosen: what the plugin keeps for the binder (e.g. DRA allocations), as a mapping."""
+
+    def reserve(self, pod: Mapping, node_name: str) -> Mapping[str, object]: ...
+
+
+_STATE: ContextVar[dict | None] = ContextVar("mockgpu_sched_cycle_state", default=None)
+
+
+@contextmanager
+def cycle_state_scope(initial: Mapping[str, object] | None = None) -> Iterator[dict]:
+    """Open the CycleState of one scheduling cycle (``schedule_one`` does this)."""
+    state = dict(initial or {})
+    token = _STATE.set(state)
+    try:
+        yield state
+    finally:
+        _STATE.reset(token)
+
+
+def cycle_state() -> dict:
+    """The running cycle's state; outside a cycle a fresh dict each call (nothing is remembered)."""
+    state = _STATE.get()
+    return {} if state is None else state
 
 
 @runtime_checkable
@@ -135,6 +181,8 @@ def run_filters(profile: Profile, pod: Mapping, node: NodeInfo) -> tuple[Status,
     results: dict[str, str] = {}
     for plugin in profile.filters:
         status = plugin.filter(pod, node)
+        if status.code is Code.SKIP:
+            continue
         if status.is_success:
             results[plugin.name] = PASSED
             continue

@@ -26,9 +26,9 @@ def fit_args(profile):
 
 def test_defaults():
     prof = default_config().profiles["default-scheduler"]
-    # v1.37.2 getDefaultPlugins: NodeName before NodeUnschedulable
+    # v1.37.2 getDefaultPlugins: NodeName before NodeUnschedulable; DynamicResources after NodeResourcesFit
     assert prof.filter_names() == ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity",
-                                   "NodeResourcesFit"]
+                                   "NodeResourcesFit", "DynamicResources"]
     assert prof.score_weights() == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                                     "NodeResourcesBalancedAllocation": 1}
     args = fit_args(prof)

@@ -22,6 +22,19 @@ MERGE = "application/merge-patch+json"
 TIMEOUT = (5.0, 30.0)  # connect, read
 
 
+RESOURCE_V1 = "resource.k8s.io/v1"
+
+
+def collection_path(plural: str, group: str = "") -> str:
+    """``/api/v1/<plural>`` for the core group, ``/apis/<group/version>/<plural>`` otherwise."""
+    return f"/apis/{group}/{plural}" if group else f"/api/v1/{plural}"
+
+
+def claim_path(ns: str, name: str, sub: str = "") -> str:
+    path = f"/apis/{RESOURCE_V1}/namespaces/{quote(ns, safe='')}/resourceclaims/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
 def pod_path(ns: str, name: str, sub: str = "") -> str:
     path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(name, safe='')}"
     return f"{path}/{sub}" if sub else path
@@ -52,14 +65,25 @@ class RawApi:
 
     # ---- reads ----------------------------------------------------------------------------------------------
 
-    def list(self, plural: str) -> dict:
-        return self.request("GET", f"/api/v1/{plural}")
+    def list(self, plural: str, group: str = "") -> dict:
+        return self.request("GET", collection_path(plural, group))
 
-    def watch(self, plural: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> Any:
+    def watch(self, plural: str, resource_version: str, timeout_seconds: int, read_timeout: float,
+              group: str = "") -> Any:
         """An open watch response (iterate it with ``watch_events``)."""
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_seconds))]
-        return self.request("GET", f"/api/v1/{plural}", query=query, timeout=(5.0, read_timeout), stream=True)
+        return self.request("GET", collection_path(plural, group), query=query, timeout=(5.0, read_timeout),
+                            stream=True)
+
+    def get_claim(self, ns: str, name: str) -> dict:
+        return self.request("GET", claim_path(ns, name))
+
+    def update_claim(self, claim: dict, *, status: bool = False) -> dict:
+        """PUT the whole claim (or its ``status`` subresource); 409 when ``resourceVersion`` is stale."""
+        meta = claim.get("metadata") or {}
+        return self.request("PUT", claim_path(meta.get("namespace") or "default", meta.get("name", ""),
+                                              "status" if status else ""), body=claim)
 
     # ---- writes ---------------------------------------------------------------------------------------------
 

@@ -68,7 +68,8 @@ def record_unschedulable(s: Scheduler, q: QueuedPod, res: ScheduleResult, compon
     message, nominated, victims = str(res.message), res.nominated_node, list(res.victims)
     previous = s.cache.nominated_node(key) or (pod.get("status") or {}).get("nominatedNodeName")
     if previous and _terminating_lower_priority(s, previous, pod, res):
-        message = fit_error(res.num_nodes, res.statuses, post_filter_msg=TERMINATING_ON_NOMINATED)
+        message = fit_error(res.num_nodes, res.statuses, pre_filter_msg=res.pre_filter_msg,
+                            post_filter_msg=TERMINATING_ON_NOMINATED)
         nominated, victims = None, []
     victim_pods = []
     if nominated:

@@ -22,11 +22,18 @@ Sink = Callable[[str, str, Any], None]
 
 
 class Informer:
-    """Keeps ``sink`` told about every object of ``plural`` (cluster-wide) until ``stop()``."""
+    """Keeps ``sink`` told about every object of ``plural`` (cluster-wide) until ``stop()``.
+
+    ``group``: ``"<group>/<version>"`` for a non-core resource. ``optional``: the server may not serve it (404 on
+    the list, e.g. an API server without ``resource.k8s.io``): the informer then reports an empty list once,
+    counts as synced, and asks again every ``absent_delay`` seconds.
+    """
 
     def __init__(self, api: RawApi, plural: str, sink: Sink, *, watch_timeout: int = 300,
-                 read_timeout: float = 60.0, retry_delay: float = 0.5) -> None:
+                 read_timeout: float = 60.0, retry_delay: float = 0.5, group: str = "", optional: bool = False,
+                 absent_delay: float = 10.0) -> None:
         self.api, self.plural, self.sink = api, plural, sink
+        self.group, self.optional, self.absent_delay = group, optional, absent_delay
         self.watch_timeout, self.read_timeout, self.retry_delay = watch_timeout, read_timeout, retry_delay
         self.resource_version: str | None = None
         self.synced = threading.Event()
@@ -55,6 +62,12 @@ class Informer:
                     self._list()
                 self._watch()
             except ApiException as exc:
+                if exc.status == 404 and self.optional and self.resource_version is None:
+                    if not self.synced.is_set():
+                        self.sink(self.plural, "SYNC", [])
+                        self.synced.set()
+                    self._stop.wait(self.absent_delay)
+                    continue
                 if exc.status == 410:
                     self.resource_version = None  # too old: list again
                     continue
@@ -67,14 +80,15 @@ class Informer:
                     self._stop.wait(self.retry_delay)
 
     def _list(self) -> None:
-        data = self.api.list(self.plural)
+        data = self.api.list(self.plural, self.group) if self.group else self.api.list(self.plural)
         self.resource_version = str((data.get("metadata") or {}).get("resourceVersion") or "0")
         self.relists += 1
         self.sink(self.plural, "SYNC", data.get("items") or [])
         self.synced.set()
 
     def _watch(self) -> None:
-        resp = self.api.watch(self.plural, self.resource_version or "0", self.watch_timeout, self.read_timeout)
+        args = (self.plural, self.resource_version or "0", self.watch_timeout, self.read_timeout)
+        resp = self.api.watch(*args, group=self.group) if self.group else self.api.watch(*args)
         with self._lock:
             self._resp = resp
         if self._stop.is_set():

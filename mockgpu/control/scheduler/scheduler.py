@@ -9,6 +9,13 @@ the pod as upstream's binding does) and posts the ``Scheduled`` event. On failur
 ``PodScheduled=False`` and the filter/score annotations, a ``FailedScheduling`` event (aggregated), and waits
 in the queue for a cluster event or its backoff. See ``mockgpu/sched/README.md`` for the design note.
 
+DRA: three more informers (``resource.k8s.io/v1`` deviceclasses, resourceslices, resourceclaims; optional, so an
+API server without that group still works) feed ``dra.DraStore``, whose snapshot each cycle hands to
+DynamicResources. A pod whose claims do not all exist is held by PreEnqueue (nothing written, as upstream) until a
+claim event. A chosen pod's claims are assumed allocated at once; the writer first writes each claim's
+``status.allocation`` and ``reservedFor`` (PreBind), then binds; the pod also gets ``mockgpu.io/dra-allocation``
+(claim name → ``[{request, device}]``).
+
 Simplified (documented in the README too): preemption deletes the victims (after marking them
 ``DisruptionTarget``) and nominates the node, but PodDisruptionBudgets are ignored and nominated pods are
 added to their node for filtering and scoring alike; queueing hints are one rule (node added, or its
@@ -29,14 +36,17 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.scheduler import failure
-from mockgpu.control.scheduler.api import RawApi
+from mockgpu.control.scheduler.api import RESOURCE_V1, RawApi
 from mockgpu.control.scheduler.cache import Cache, is_terminated, node_name_of
+from mockgpu.control.scheduler.dra import KINDS as DRA_KINDS
+from mockgpu.control.scheduler.dra import DraStore, PreBindError, prebind
 from mockgpu.control.scheduler.events import EventRecorder, rfc3339
 from mockgpu.control.scheduler.informer import Informer
 from mockgpu.control.scheduler.queue import QueuedPod, SchedulingQueue
 from mockgpu.control.scheduler.writers import Writers
 from mockgpu.sched.config import SchedulerConfig
 from mockgpu.sched.cycle import NO_NODES_AVAILABLE, PluginScoreError, ScheduleResult, annotations, schedule_one
+from mockgpu.sched.framework import PreEnqueuePlugin
 from mockgpu.sched.snapshot import pod_key
 
 log = logging.getLogger("mockgpu.scheduler")
@@ -69,8 +79,11 @@ class Scheduler:
         self.cycles = 0
         self.cycle_seconds = 0.0  # thread CPU time spent in schedule_one (benchmarks)
         self._inbox: queue.SimpleQueue[tuple[str, str, Any]] = queue.SimpleQueue()
-        self._informers = [Informer(self.api, p, self._post) for p in ("nodes", "pods")]
+        self.dra = DraStore()
+        self._informers = [Informer(self.api, p, self._post) for p in ("nodes", "pods")] + [
+            Informer(self.api, p, self._post, group=RESOURCE_V1, optional=True) for p in DRA_KINDS]
         self._synced: set[str] = set()
+        self._kinds = {"nodes", "pods", *DRA_KINDS}
         self.failures_written: dict[str, tuple] = {}  # pod key → last failure status/annotations written (no repeats)
         self._start_index = 0
         self._stop = threading.Event()
@@ -96,7 +109,7 @@ class Scheduler:
         self.writers.stop(timeout)
 
     def wait_synced(self, timeout: float = 10.0) -> bool:
-        """True once nodes and pods have been listed."""
+        """True once nodes, pods and the DRA objects have been listed (or found not served)."""
         deadline = time.monotonic() + timeout
         return all(inf.synced.wait(max(0.0, deadline - time.monotonic())) for inf in self._informers)
 
@@ -115,7 +128,7 @@ class Scheduler:
         while not self._stop.is_set():
             try:
                 self._drain(0.0)
-                q = self.queue.pop() if len(self._synced) == 2 else None
+                q = self.queue.pop() if self._synced >= self._kinds else None
                 if q is None:
                     wait = self.queue.next_wakeup()
                     self._drain(1.0 if wait is None else min(max(wait, 0.001), 1.0))
@@ -150,11 +163,18 @@ class Scheduler:
             self._on_node(typ, obj)
         elif kind == "pods":
             self._on_pod(typ, obj)
+        elif kind in DRA_KINDS:
+            self.dra.apply(kind, typ, obj)
+            self.queue.move_all()  # a new class, slice or claim (or one freed) may help a waiting pod
 
     # ---- watch events ---------------------------------------------------------------------------------------
 
     def _sync(self, kind: str, items: list[dict]) -> None:
         """A (re-)list: everything listed is current; what we knew and is missing was deleted meanwhile."""
+        if kind in DRA_KINDS:
+            self.dra.sync(kind, items)
+            self.queue.move_all()
+            return
         if kind == "nodes":
             listed = {(n.get("metadata") or {}).get("name") for n in items}
             for name in self.cache.node_names():
@@ -212,18 +232,25 @@ class Scheduler:
         if profile is None:
             self.queue.done(q.key)
             return
+        dra = self.dra.snapshot()
+        for plugin in profile.filters:
+            if isinstance(plugin, PreEnqueuePlugin) and not plugin.pre_enqueue(pod, dra).is_success:
+                self.queue.failed(q, unschedulable=True)  # gated: waits for a cluster event, nothing written
+                return
         self.cycles += 1
         t0 = time.thread_time()
         try:
             res = schedule_one(pod, self.cache.nodes(), profile, self.rng, start_index=self._start_index,
-                               nominated=self.cache.nominated_pods())
+                               nominated=self.cache.nominated_pods(), dra=dra)
         except PluginScoreError as exc:
             failure.record_error(self, q, profile.scheduler_name, str(exc))
             return
         finally:
             self.cycle_seconds += time.thread_time() - t0
         self._start_index = res.next_start_index
-        if res.scheduled:
+        if res.error is not None:
+            failure.record_error(self, q, profile.scheduler_name, res.error)
+        elif res.scheduled:
             self._assume_and_bind(q, res, profile.scheduler_name)
         elif res.message == NO_NODES_AVAILABLE:
             failure.record_error(self, q, profile.scheduler_name, res.message)
@@ -233,17 +260,25 @@ class Scheduler:
     def _assume_and_bind(self, q: QueuedPod, res: ScheduleResult, component: str) -> None:
         pod, node = q.pod, str(res.selected_node)
         self.cache.assume(pod, node)
+        claims = self.dra.assume(pod, res.claim_allocations)
         self.queue.done(q.key)
         self.failures_written.pop(q.key, None)
         self.scheduled += 1
         notes = {**annotations(res), ANNOTATION_BOUND_TIME: rfc3339(micro=True)}
-        self.writers.submit(q.key, lambda: self._bind(pod, node, notes, component))
+        self.writers.submit(q.key, lambda: self._bind(pod, node, notes, component, claims))
 
-    def _bind(self, pod: dict, node: str, notes: dict[str, str], component: str) -> None:
-        """Writer thread: POST the Binding, then the Scheduled event; a failure goes back to the loop."""
+    def _bind(self, pod: dict, node: str, notes: dict[str, str], component: str, claims: list[dict]) -> None:
+        """Writer thread: the claims' allocation and reservation (PreBind), then the Binding, then the Scheduled
+        event; a failure goes back to the loop."""
         meta = pod["metadata"]
         ns, name = meta.get("namespace") or "default", meta["name"]
         try:
+            if claims:
+                try:
+                    prebind(self.api, claims, pod)
+                except ApiException as exc:  # a claim write failed: retry the pod (never "bound elsewhere")
+                    raise PreBindError(f'running PreBind plugin "DynamicResources": {exc.status} {exc.reason}') \
+                        from exc
             self.api.bind(ns, name, meta.get("uid", ""), node, notes)
         except Exception as exc:
             self._inbox.put(("bind-failed", "", (pod, exc)))
@@ -255,6 +290,7 @@ class Scheduler:
         pod, exc = item
         key = pod_key(pod)
         self.cache.forget(key)
+        self.dra.forget(pod)
         status = getattr(exc, "status", None)
         log.info("binding %s failed: %s", key, getattr(exc, "reason", None) or exc)
         if isinstance(exc, ApiException) and status in (404, 409):

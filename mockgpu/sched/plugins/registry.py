@@ -5,16 +5,18 @@ filter order NodeName, NodeUnschedulable (mockgpu's v1.35 model had these two th
 TaintToleration, NodeAffinity, …, NodeResourcesFit; score weights TaintToleration 3, NodeAffinity 2,
 NodeResourcesFit 1, VolumeBinding 1 (no weight in the list, so the framework's default 1), PodTopologySpread 2,
 InterPodAffinity 2, DynamicResources 2 (DynamicResourceAllocation is GA: inserted before DefaultPreemption),
-NodeResourcesBalancedAllocation 1, ImageLocality 1; NodeDeclaredFeatures (GA in v1.37) is appended. Default
-plugins not modelled here (they never reject or rank the pods mockgpu makes: NodePorts, volume plugins,
-PodTopologySpread, InterPodAffinity, ImageLocality, DynamicResources, NodeDeclaredFeatures) are accepted in
-configs by name and ignored.
+NodeResourcesBalancedAllocation 1, ImageLocality 1; NodeDeclaredFeatures (GA in v1.37) is appended.
+DynamicResources is modelled at PreEnqueue/PreFilter/Filter/Reserve; its Score (prioritized-list subrequests
+only) is not, so it has no score entry here (its weight in the list is kept for configs). Default plugins not
+modelled here (they never reject or rank the pods mockgpu makes: NodePorts, volume plugins, PodTopologySpread,
+InterPodAffinity, ImageLocality, NodeDeclaredFeatures) are accepted in configs by name and ignored.
 """
 
 from __future__ import annotations
 
 from mockgpu.sched.plugins import (
     balanced_allocation,
+    dynamic_resources,
     node_affinity,
     node_name,
     node_resources_fit,
@@ -29,10 +31,11 @@ PLUGINS: dict[str, type] = {
     node_affinity.NAME: node_affinity.NodeAffinity,
     node_resources_fit.NAME: node_resources_fit.NodeResourcesFit,
     balanced_allocation.NAME: balanced_allocation.NodeResourcesBalancedAllocation,
+    dynamic_resources.NAME: dynamic_resources.DynamicResources,
 }
 
 FILTERS = (node_name.NAME, node_unschedulable.NAME, taint_toleration.NAME, node_affinity.NAME,
-           node_resources_fit.NAME)
+           node_resources_fit.NAME, dynamic_resources.NAME)
 SCORERS = (taint_toleration.NAME, node_affinity.NAME, node_resources_fit.NAME, balanced_allocation.NAME)
 
 # The default MultiPoint list of kube-scheduler v1.37.2 with its weights (None: no weight in the list).
