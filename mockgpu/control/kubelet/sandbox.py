@@ -133,7 +133,23 @@ def python_binds(executable: str) -> tuple[Bind, ...]:
 
     pkg = os.path.realpath(os.path.dirname(mockgpu.__file__))
     binds.append(Bind(pkg, pkg))
+    installed = _installed_package(executable)
+    if installed and installed != pkg:
+        # this kubelet runs a checkout on PYTHONPATH (e.g. a git worktree), not the installed one: the workloads,
+        # whose environment is only the pod's, find the package where the install points, so put it there
+        binds.append(Bind(pkg, installed))
     return tuple(binds)
+
+
+def _installed_package(executable: str) -> str | None:
+    """Where ``executable`` finds ``mockgpu`` without this process's PYTHONPATH (the install's own location)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        out = subprocess.run([executable, "-c", "import mockgpu, os; print(os.path.dirname(mockgpu.__file__))"],
+                             capture_output=True, text=True, env=env, cwd="/", timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return os.path.realpath(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
 def _dynload_dir() -> str | None:
