@@ -3,41 +3,21 @@ upstream wire names and numbers."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import re
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from proto_stubs import ROOT, load_gen_proto, method_paths, serialized_descriptor
 
 from mockgpu.deviceplugin.api import api_pb2
 
-ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "mockgpu/deviceplugin/api"
-
-
-def _load_gen_proto():
-    loader = importlib.machinery.SourceFileLoader("gen_proto", str(ROOT / "scripts/gen-proto"))
-    spec = importlib.util.spec_from_loader("gen_proto", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-def _serialized_descriptor(text: str) -> str:
-    m = re.search(r"AddSerializedFile\((b'.*?')\)\n", text)
-    assert m, "no serialized descriptor in generated module"
-    return m.group(1)
-
-
-def _method_paths(text: str) -> list[str]:
-    return sorted(set(re.findall(r"'(/v1beta1\.\w+/\w+)'", text)))
 
 
 def test_regenerated_stubs_match_committed(tmp_path: Path) -> None:
     pytest.importorskip("grpc_tools", reason="grpcio-tools (test extra) is not installed")
-    gen = _load_gen_proto()
+    gen = load_gen_proto()
     written = gen.generate(tmp_path)
     written = [p for p in written if p.parent == tmp_path / "mockgpu/deviceplugin/api"]  # the DRA stubs: tests/dra
     committed = {p.name: (API / p.name).read_text() for p in written}
@@ -47,8 +27,8 @@ def test_regenerated_stubs_match_committed(tmp_path: Path) -> None:
         for name in fresh:
             assert fresh[name] == committed[name], f"{name} is stale: run ./scripts/gen-proto"
     else:  # another generator writes different boilerplate; the schema and the RPCs must still agree
-        assert _serialized_descriptor(fresh["api_pb2.py"]) == _serialized_descriptor(committed["api_pb2.py"])
-        assert _method_paths(fresh["api_pb2_grpc.py"]) == _method_paths(committed["api_pb2_grpc.py"])
+        assert serialized_descriptor(fresh["api_pb2.py"]) == serialized_descriptor(committed["api_pb2.py"])
+        assert method_paths(fresh["api_pb2_grpc.py"]) == method_paths(committed["api_pb2_grpc.py"])
 
 
 def test_committed_stubs_have_no_version_guards() -> None:
@@ -57,7 +37,7 @@ def test_committed_stubs_have_no_version_guards() -> None:
 
 
 def test_method_paths_are_upstreams() -> None:
-    assert _method_paths((API / "api_pb2_grpc.py").read_text()) == [
+    assert method_paths((API / "api_pb2_grpc.py").read_text()) == [
         "/v1beta1.DevicePlugin/Allocate",
         "/v1beta1.DevicePlugin/GetDevicePluginOptions",
         "/v1beta1.DevicePlugin/GetPreferredAllocation",

@@ -3,41 +3,21 @@ upstream's package names, method paths and field numbers (k8s.io/kubelet v0.37.2
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import re
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from proto_stubs import ROOT, load_gen_proto, method_paths, serialized_descriptor
 
 from mockgpu.dra.api import dra_v1_pb2, pluginregistration_v1_pb2
 
-ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "mockgpu/dra/api"
-
-
-def _load_gen_proto():
-    loader = importlib.machinery.SourceFileLoader("gen_proto", str(ROOT / "scripts/gen-proto"))
-    spec = importlib.util.spec_from_loader("gen_proto", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-def _descriptor(text: str) -> str:
-    m = re.search(r"AddSerializedFile\((b'.*?')\)\n", text)
-    assert m, "no serialized descriptor in generated module"
-    return m.group(1)
-
-
-def _method_paths(text: str) -> list[str]:
-    return sorted(set(re.findall(r"'(/[\w.]+/\w+)'", text)))
 
 
 def test_regenerated_stubs_match_committed(tmp_path: Path) -> None:
     pytest.importorskip("grpc_tools", reason="grpcio-tools (test extra) is not installed")
-    gen = _load_gen_proto()
+    gen = load_gen_proto()
     written = [p for p in gen.generate(tmp_path, tuple(p for p in gen.PROTOS if "dra" in p.parts))]
     assert len(written) == 6
     recorded = re.search(r"grpcio-tools (\d+\.\d+\.\d+)", (ROOT / "scripts/gen-proto").read_text()).group(1)
@@ -46,7 +26,7 @@ def test_regenerated_stubs_match_committed(tmp_path: Path) -> None:
         if version("grpcio-tools") == recorded:
             assert fresh == committed, f"{p.name} is stale: run ./scripts/gen-proto"
         elif p.name.endswith("_pb2.py"):
-            assert _descriptor(fresh) == _descriptor(committed)
+            assert serialized_descriptor(fresh) == serialized_descriptor(committed)
 
 
 def test_committed_stubs_have_no_version_guards() -> None:
@@ -62,7 +42,7 @@ def test_committed_stubs_have_no_version_guards() -> None:
                                            "/pluginregistration.Registration/NotifyRegistrationStatus"]),
 ])
 def test_method_paths_are_upstreams(stub: str, paths: list[str]) -> None:
-    assert _method_paths((API / stub).read_text()) == paths
+    assert method_paths((API / stub).read_text()) == paths
 
 
 # (module, message, field, number) from upstream's api.proto files
