@@ -18,13 +18,16 @@ WORKDIR /src
 # Only what the package build needs (see .dockerignore); the package data (protos, catalogs) is inside mockgpu/.
 COPY pyproject.toml README.md ./
 COPY mockgpu ./mockgpu
-# Runtime dependencies only (the notebook extra stays out). Two trims keep the image near 250 MB instead of
-# 350: the kubernetes client's asyncio copy (kubernetes/aio, ~68 MB since client 35; mockgpu uses the sync
-# client only, tests/backends/test_image.py checks nothing imports it) and pip/setuptools once installed
-# (a base without pip, like scripts/kind-images' local one, gets it from ensurepip for this layer only).
+# Runtime dependencies only (the notebook extra stays out). Three trims keep the image under 250 MB instead of
+# 360: the kubernetes client's asyncio copy (kubernetes/aio, ~68 MB since client 35; mockgpu uses the sync
+# client only), the CEL stack (cel-python and what only it needs: the embedded API server and scheduler
+# evaluate DRA selectors, nothing the image runs does) — tests/backends/test_image.py checks both — and
+# pip/setuptools once installed (a base without pip, like scripts/kind-images' local one, gets it from
+# ensurepip for this layer only).
 RUN (python -m pip --version >/dev/null 2>&1 || python -m ensurepip >/dev/null) && python -m pip install . \
     && cd / && rm -rf /src \
     && python -c "import kubernetes, os, shutil; shutil.rmtree(os.path.join(os.path.dirname(kubernetes.__file__), 'aio'))" \
+    && python -m pip uninstall -y -q cel-python google-re2 pendulum lark jmespath \
     && python -m pip uninstall -y -q pip setuptools wheel
 
 WORKDIR /

@@ -76,3 +76,21 @@ def test_nothing_imports_the_kubernetes_aio_client_the_image_drops():
     ]
     assert offenders == []
     assert "kubernetes.__file__), 'aio')" in (ROOT / "Dockerfile").read_text()
+
+
+IMAGE_COMMANDS = ("mockgpu.cli", "mockgpu.deviceplugin.command", "mockgpu.dra.command",
+                  "mockgpu.control.kubelet.publish_command", "mockgpu.workloads", "mockgpu.gpu.smi")
+
+
+def test_the_images_commands_do_not_load_the_cel_stack_the_image_drops():
+    """The Dockerfile uninstalls cel-python and what only it needs: what the image runs (the device plugin, the
+    GPU-state publisher, the DRA driver, workloads, nvidia-smi) must not import them."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys\n"
+            f"for m in {IMAGE_COMMANDS!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in ('celpy', 'lark', 're2', 'pendulum', 'jmespath') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+    assert "pip uninstall -y -q cel-python google-re2 pendulum lark jmespath" in (ROOT / "Dockerfile").read_text()
