@@ -221,17 +221,6 @@ class LabCluster:
         assert self.client is not None
         return self.client.create_claim(claim_manifest(name, requests, constraints, namespace))
 
-    def wait_claim(self, name: str, until: str = "allocated", timeout: float = 20.0,
-                   namespace: str = "default") -> Obj:
-        """Poll the ResourceClaim until it is ``allocated`` (``status.allocation``) or ``deallocated``."""
-        assert self.client is not None
-        want = until == "allocated"
-        claim = self.eventually(lambda: self.client.get_claim(namespace, name),
-                                lambda c: bool((c.get("status") or {}).get("allocation")) == want, timeout)
-        if bool((claim.get("status") or {}).get("allocation")) != want:
-            raise MockgpuError(f"resourceclaim {namespace}/{name} not {until} after {timeout:g}s")
-        return claim
-
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
                    command: tuple[str, ...] = ()) -> Obj:

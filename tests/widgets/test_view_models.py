@@ -156,6 +156,28 @@ def test_inspector_reads_the_injected_env_and_what_the_container_saw_from_the_lo
     assert m.allocations[0]["deviceIds"] == [G0] and m.container_states == {"main": "Exited 0 (Completed)"}
 
 
+@pytest.mark.parametrize("annotation, claims", [
+    ('{"one-40g": [{"device": "gpu-0", "request": "gpu"}]}', (("one-40g", "gpu", "gpu-0"),)),
+    ('{"pair": [{"device": "gpu-0", "request": "gpus"}, {"device": "gpu-1", "request": "gpus"}], '
+     '"a-mig": [{"device": "gpu-2-mig-1g10gb-0", "request": "mig"}]}',
+     (("a-mig", "mig", "gpu-2-mig-1g10gb-0"), ("pair", "gpus", "gpu-0"), ("pair", "gpus", "gpu-1"))),
+    (None, ()),
+    ("not json", ()),
+    ('["a list"]', ()),
+])
+def test_inspector_names_the_claim_and_request_that_gave_each_dra_device(annotation, claims):
+    ann = {"mockgpu.io/dra-allocation": annotation} if annotation is not None else {}
+    p = pod("d", 0, node="dra-0", phase="Running", annotations=ann)
+    m = inspect_pod(Snapshot.of([], [p]), "d", INSPECT_LOG)
+    assert m.claims == claims
+    html = inspector_html(m)
+    assert ("Allocated through DRA" in html) == bool(claims)
+    assert ("Injected by the device plugin" in html) != bool(claims)
+    for claim, request, device in claims:
+        assert f"claim {claim} (request {request}): {device}" in html
+        assert f"claim {claim} request {request}: {device}" in m.describe()
+
+
 def test_failed_message_falls_back_to_the_newest_failed_scheduling_event():
     p = pod("x", 3)
     evs = [event("x", "FailedScheduling", "old", "2026-12-02T10:00:01Z"),
