@@ -105,6 +105,12 @@ def check_lab09(page) -> None:
     claims = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem'] .mockgpu-claims")
     expect(claims).to_contain_text("claim one-40g (request gpu): gpu-0", timeout=30_000)
     expect(claims).to_contain_text("NVIDIA_VISIBLE_DEVICES=GPU-")
+    # the cluster map: both-0's GPU 3 cut into the two MIG instances the claims got, at their slices
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
+    gpu3 = cmap.locator(".mockgpu-node[data-node='both-0'] .mockgpu-gpu[data-index='3']")
+    expect(gpu3.locator(".mockgpu-mig[data-pod='default/small']")).to_have_attribute("data-start", "0")
+    expect(gpu3.locator(".mockgpu-mig[data-pod='default/medium']")).to_have_attribute("data-start", "4")
+    expect(cmap.locator(".mockgpu-pending")).to_contain_text("second-medium")
     text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
     assert text.count("Correct:") == 3 and "Not quite" not in text
     assert "cannot allocate all claims" in text
