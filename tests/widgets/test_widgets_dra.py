@@ -139,3 +139,17 @@ def test_claim_manifest_is_a_resource_claim_without_constraints_unless_given():
     assert m["apiVersion"] == "resource.k8s.io/v1" and m["kind"] == "ResourceClaim"
     assert m["metadata"] == {"name": "c", "namespace": "ns", "labels": {LAB_LABEL: "true"}}
     assert "constraints" not in m["spec"]["devices"]
+
+
+@pytest.mark.parametrize("code, raises", [(404, False), (403, True), (500, True)])
+def test_clear_on_a_cluster_without_the_resource_api_skips_claims_and_other_refusals_still_raise(lab, monkeypatch,
+                                                                                                 code, raises):
+    def refused(*_a, **_kw):
+        raise ApiRefused(code, "NotFound" if code == 404 else "x", "the server could not find the requested resource")
+
+    monkeypatch.setattr(lab.client, "list_claims", refused)
+    if raises:
+        with pytest.raises(ApiRefused):
+            lab.clear()
+    else:
+        lab.clear()
