@@ -80,6 +80,7 @@ class ClusterClient:
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
+        self.resource = client.ResourceV1Api(api_client)  # resource.k8s.io/v1: Dynamic Resource Allocation
         self.up_command = up_command
         # Set by LabCluster for a backend whose nodes run real containers (kind): (image, pull policy) put on
         # every container of a pod created here. None: manifests as they are.
@@ -211,6 +212,83 @@ class ClusterClient:
         except ApiRefused as exc:
             if exc.code != 404:
                 raise
+
+
+    # Dynamic Resource Allocation (resource.k8s.io/v1): the driver's ResourceSlices, the DeviceClasses, and the
+    # claims a lab makes for its pods.
+
+    def list_resource_slices(self, node: str | None = None, driver: str | None = None) -> list[Obj]:
+        """The ResourceSlices (of one node / driver: the ``spec.nodeName`` / ``spec.driver`` field selectors),
+        by name."""
+        fields = [f"spec.nodeName={node}"] if node else []
+        fields += [f"spec.driver={driver}"] if driver else []
+        kw = {"field_selector": ",".join(fields)} if fields else {}
+        items = self._json(self.resource.list_resource_slice, **kw)["items"]
+        return sorted(items, key=lambda s: s["metadata"]["name"])
+
+    def list_device_classes(self) -> list[Obj]:
+        return self._json(self.resource.list_device_class)["items"]
+
+    def apply_device_classes(self, classes: list[Obj]) -> list[str]:
+        """Create each DeviceClass, or replace the one of that name (as ``kubectl apply`` leaves it); their names."""
+        names = []
+        for dc in classes:
+            name = dc["metadata"]["name"]
+            try:
+                self._json(self.resource.create_device_class, dc)
+            except ApiRefused as exc:
+                if exc.code != 409:
+                    raise
+                current = self._json(self.resource.read_device_class, name)
+                body = {**dc, "metadata": {**dc["metadata"],
+                                           "resourceVersion": current["metadata"]["resourceVersion"]}}
+                self._json(self.resource.replace_device_class, name, body)
+            names.append(name)
+        return names
+
+    def create_claim(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.resource.create_namespaced_resource_claim, ns, manifest)
+
+    def create_claim_template(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.resource.create_namespaced_resource_claim_template, ns, manifest)
+
+    def get_claim(self, namespace: str, name: str) -> Obj:
+        return self._json(self.resource.read_namespaced_resource_claim, name, namespace)
+
+    def list_claims(self, namespace: str | None = "default", label_selector: str | None = None) -> list[Obj]:
+        kw = {"label_selector": label_selector} if label_selector else {}
+        if namespace:
+            return self._json(self.resource.list_namespaced_resource_claim, namespace, **kw)["items"]
+        return self._json(self.resource.list_resource_claim_for_all_namespaces, **kw)["items"]
+
+    def list_claim_templates(self, namespace: str = "default") -> list[Obj]:
+        return self._json(self.resource.list_namespaced_resource_claim_template, namespace)["items"]
+
+    def delete_claim(self, namespace: str, name: str) -> None:
+        self._delete(self.resource.delete_namespaced_resource_claim, namespace, name)
+
+    def delete_claim_template(self, namespace: str, name: str) -> None:
+        self._delete(self.resource.delete_namespaced_resource_claim_template, namespace, name)
+
+    def pod_claims(self, pod: Obj) -> dict[str, Obj]:
+        """The pod's ResourceClaims by its claim name (``spec.resourceClaims[].name``): a named claim, or the one
+        the claim controller made from a template (``status.resourceClaimStatuses``); absent while not made yet."""
+        ns = pod["metadata"].get("namespace") or "default"
+        made = {s["name"]: s.get("resourceClaimName")
+                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        out: dict[str, Obj] = {}
+        for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+            name = ref.get("resourceClaimName") or made.get(ref["name"])
+            if not name:
+                continue
+            try:
+                out[ref["name"]] = self.get_claim(ns, name)
+            except ApiRefused as exc:
+                if exc.code != 404:
+                    raise
+        return out
 
 
 def connect(kubeconfig: str | Path | None = None, *, context: str | None = None,

@@ -197,17 +197,28 @@ def node_card(node: Obj, snap: Snapshot, pods: Mapping[str, Obj]) -> NodeCard:
         holders = device_holders(state, pods)
         placed = {h.pod for hs in holders.values() for h in hs}
         gpus = tuple(sorted((_tile(g, holders) for g in state.get("gpus") or []), key=lambda t: t.index))
-    unplaced = tuple(Holder(pod_key(p), pod_color(pod_key(p)), pod_phase(p), r, f"{n} x {r}")
-                     for p in on_node if pod_key(p) not in placed for r, n in sorted(gpu_requests(p).items()))
+    unplaced = tuple(Holder(pod_key(p), pod_color(pod_key(p)), pod_phase(p), r, what)
+                     for p in on_node if pod_key(p) not in placed for r, what in gpu_demands(p))
     product = labels.get("nvidia.com/gpu.product") or (gpus[0].product if gpus else "")
     return NodeCard(name, node_ready(node), product, resources, gpus, unplaced, state is not None)
+
+
+def gpu_demands(pod: Obj) -> list[tuple[str, str]]:
+    """What a pod waits for, as (resource, label): its ``nvidia.com/*`` requests ("2 x nvidia.com/gpu"), then
+    each of its ResourceClaims (DRA; "claim <pod claim name>"; every claim is taken for a GPU claim, as this
+    cluster's only DRA driver is gpu.mockgpu.io). A kubelet publishes a claim's devices as
+    ``resourceclaims/<claim>``."""
+    out = [(r, f"{n} x {r}") for r, n in sorted(gpu_requests(pod).items()) if r.startswith(GPU_RESOURCE_PREFIX)]
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        out.append((f"resourceclaims/{ref.get('resourceClaimName') or ref['name']}", f"claim {ref['name']}"))
+    return out
 
 
 def cluster_map(snap: Snapshot) -> ClusterMapModel:
     """The whole map from one snapshot."""
     pods = _pod_index(snap)
     cards = tuple(node_card(n, snap, pods) for n in snap.nodes)
-    pending = tuple(Holder(pod_key(p), pod_color(pod_key(p)), pod_phase(p), r, f"{n} x {r}")
+    pending = tuple(Holder(pod_key(p), pod_color(pod_key(p)), pod_phase(p), r, what)
                     for p in snap.pods if not (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
-                    for r, n in sorted(gpu_requests(p).items()) if r.startswith(GPU_RESOURCE_PREFIX))
+                    for r, what in gpu_demands(p))
     return ClusterMapModel(cards, pending)

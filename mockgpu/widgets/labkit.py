@@ -27,9 +27,16 @@ from typing import Any
 import yaml
 
 from mockgpu.errors import MockgpuError
-from mockgpu.widgets.client import ClusterClient, connect
+from mockgpu.widgets.client import ApiRefused, ClusterClient, connect
 from mockgpu.widgets.snapshot import JOB_NAME_LABEL, Obj, condition, pod_phase
-from mockgpu.widgets.submit import LAB_LABEL, Submission, deployment_manifest, job_manifest, pod_manifest
+from mockgpu.widgets.submit import (
+    LAB_LABEL,
+    Submission,
+    claim_manifest,
+    deployment_manifest,
+    job_manifest,
+    pod_manifest,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -187,14 +194,32 @@ class LabCluster:
     def _placed(self, manifest: Obj) -> Obj:
         return manifest  # the client puts the backend's image on (ClusterClient.image_override)
 
-    def submit(self, name: str, scenario: str = "inspect", gpus: int | str = 1, *,
+    def submit(self, name: str, scenario: str = "inspect", gpus: int | str | None = None, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
-               command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None) -> Obj:
-        """Create a workload Pod (labelled as the lab's) and return it as the API server stored it."""
+               command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
+               claims: tuple[str, ...] = (), claim_templates: tuple[str, ...] = ()) -> Obj:
+        """Create a workload Pod (labelled as the lab's) and return it as the API server stored it. ``gpus``
+        defaults to 1, or to none when the pod's devices come from ResourceClaims / ResourceClaimTemplates."""
         assert self.client is not None
+        if gpus is None:
+            gpus = 0 if claims or claim_templates else 1
         return self.client.create_pod(self._placed(pod_manifest(Submission(
             scenario, gpus, resource, scheduler, name, args=tuple(args), command=tuple(command),
-            node_selector=tuple((node_selector or {}).items())))))
+            node_selector=tuple((node_selector or {}).items()), claims=tuple(claims),
+            claim_templates=tuple(claim_templates)))))
+
+    def apply_device_classes(self, path: str | Path = "clusters/dra/deviceclasses.yaml") -> list[str]:
+        """Create (or replace) the DeviceClasses in the YAML file, as ``kubectl apply -f`` does; their names."""
+        assert self.client is not None
+        docs = [d for d in yaml.safe_load_all(repo_path(path).read_text()) if d]
+        return self.client.apply_device_classes(docs)
+
+    def claim(self, name: str, requests: list[Obj], constraints: list[Obj] | None = None,
+              namespace: str = "default") -> Obj:
+        """Create the ResourceClaim ``name`` (labelled as the lab's) with ``spec.devices.requests`` (and
+        ``constraints``), and return it as the API server stored it."""
+        assert self.client is not None
+        return self.client.create_claim(claim_manifest(name, requests, constraints, namespace))
 
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
@@ -283,13 +308,35 @@ class LabCluster:
 
     def clear(self, namespace: str = "default", timeout: float = 15.0) -> None:
         """Delete the lab's Jobs and Deployments and the namespace's pods, and wait until the API has none left
-        (a part of a lab starts empty)."""
+        (a part of a lab starts empty); then the lab's ResourceClaims, once their devices are free again."""
         assert self.client is not None
         self._delete_workloads(namespace)  # else their controllers would make the pods again
         self.client.delete_pods(namespace)
         left = self.eventually(lambda: self.client.list_pods(namespace), lambda pods: not pods, timeout)
         if left:
             raise MockgpuError(f"{len(left)} pods still in {namespace} after {timeout:g}s")
+        self._delete_claims(namespace, timeout)
+
+    def _delete_claims(self, namespace: str | None, timeout: float | None = 15.0) -> None:
+        """The lab's own ResourceClaims (label ``mockgpu.io/lab``; every namespace for None), waited for until
+        gone unless ``timeout`` is None (their finalizer goes once the claim controller has deallocated them)."""
+        assert self.client is not None
+
+        def mine() -> list[Obj]:
+            return self.client.list_claims(namespace, LAB_LABEL)
+
+        try:
+            claims = mine()
+        except ApiRefused as exc:
+            if exc.code == 404:  # a cluster that does not serve resource.k8s.io/v1 has no claims to delete
+                return
+            raise
+        for c in claims:
+            self.client.delete_claim(c["metadata"]["namespace"], c["metadata"]["name"])
+        if timeout is not None:
+            left = self.eventually(mine, lambda cs: not cs, timeout)
+            if left:
+                raise MockgpuError(f"{len(left)} resourceclaims still there after {timeout:g}s")
 
     def cleanup_pods(self) -> None:
         """On a shared cluster: delete the Jobs, Deployments and pods labs created (in every namespace)."""
@@ -298,6 +345,7 @@ class LabCluster:
         for pod in self.client.list_pods():
             if LAB_LABEL in ((pod["metadata"].get("labels")) or {}):
                 self.client.delete_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
+        self._delete_claims(None, timeout=None)
 
     def _delete_workloads(self, namespace: str | None) -> None:
         """The lab's own Jobs and Deployments (label ``mockgpu.io/lab``); their pods follow (Background)."""

@@ -126,7 +126,12 @@ def inspector_html(m: InspectorModel) -> str:
                  *[escape(f"{r.scores.get(p, '')}→{r.final.get(p, '')}" if p in r.final else "") for p in m.plugins],
                  "" if r.total is None else str(r.total)] for r in m.rows]
         parts.append("<div><b>Scheduling</b> (raw score→weighted)</div>" + _table(header, rows))
-    if m.env or m.allocations:
+    if m.claims:  # DRA: the env came from the driver's CDI spec for these claims
+        env = "<br>".join(escape(f"{k}={v}") for k, v in m.env.items())
+        claims = "<br>".join(escape(f"claim {c} (request {r}): {d}") for c, r, d in m.claims)
+        parts.append(f'<div class="mockgpu-claims"><b>Allocated through DRA</b> (the scheduler chose the devices; '
+                     f"the driver's CDI spec set the env)<br>{claims}<br><code>{env}</code></div>")
+    elif m.env or m.allocations:
         env = "<br>".join(escape(f"{k}={v}") for k, v in m.env.items())
         allocs = "<br>".join(escape(f"{a.get('resource')}: {', '.join(a.get('deviceIds') or [])}")
                              for a in m.allocations)

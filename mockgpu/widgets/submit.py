@@ -31,17 +31,28 @@ class Submission:
     restart: str = "Never"
     command: tuple[str, ...] = ()  # a whole command instead of the scenario's (e.g. ("sleep", "30"))
     node_selector: tuple[tuple[str, str], ...] = ()  # (label, value) pairs for spec.nodeSelector
+    # DRA: ResourceClaims (by name) and ResourceClaimTemplates the pod's container uses; each is a pod claim of
+    # the same name in spec.resourceClaims and the container's resources.claims
+    claims: tuple[str, ...] = ()
+    claim_templates: tuple[str, ...] = ()
 
 
 def pod_manifest(s: Submission) -> Obj:
-    """A v1 Pod with one container running the scenario and ``limits: {resource: gpus}``."""
+    """A v1 Pod with one container running the scenario and ``limits: {resource: gpus}`` (no limits for 0 GPUs,
+    e.g. a pod whose devices come from its ResourceClaims)."""
     if s.scenario not in SCENARIOS and not s.command:
         raise ValueError(f"unknown scenario {s.scenario!r}; choose one of {', '.join(SCENARIOS)}")
     command = list(s.command) if s.command else [*SCENARIOS[s.scenario], *s.args]
     name = s.name or f"{s.scenario}-{str(s.gpus).replace('.', '-')}-{s.resource.rsplit('/', 1)[-1].replace('.', '-')}"
+    resources: Obj = {"limits": {s.resource: str(s.gpus)}} if str(s.gpus) != "0" else {}
+    if s.claims or s.claim_templates:
+        resources["claims"] = [{"name": c} for c in (*s.claims, *s.claim_templates)]
     spec: Obj = {"restartPolicy": s.restart, "terminationGracePeriodSeconds": 1,
                  "containers": [{"name": "main", "image": "mockgpu/workload", "command": command,
-                                 "resources": {"limits": {s.resource: str(s.gpus)}}}]}
+                                 "resources": resources}]}
+    if s.claims or s.claim_templates:
+        spec["resourceClaims"] = ([{"name": c, "resourceClaimName": c} for c in s.claims]
+                                  + [{"name": c, "resourceClaimTemplateName": c} for c in s.claim_templates])
     if s.node_selector:
         spec["nodeSelector"] = dict(s.node_selector)
     if s.scheduler and s.scheduler != "default-scheduler":
@@ -49,6 +60,17 @@ def pod_manifest(s: Submission) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": s.namespace, "labels": {LAB_LABEL: "true"}},
             "spec": spec}
+
+
+def claim_manifest(name: str, requests: list[Obj], constraints: list[Obj] | None = None,
+                   namespace: str = "default") -> Obj:
+    """A resource.k8s.io/v1 ResourceClaim, labelled as the lab's, with these device requests (and constraints)."""
+    devices: Obj = {"requests": requests}
+    if constraints:
+        devices["constraints"] = constraints
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace, "labels": {LAB_LABEL: "true"}},
+            "spec": {"devices": devices}}
 
 
 APP_LABEL = "mockgpu.io/app"  # a lab Deployment's selector: its name

@@ -99,10 +99,28 @@ def check_lab08(page) -> None:
     assert "Well done: your policy beats Best-fit." in text  # the instructor check cell, computed in this run
 
 
+def check_lab09(page) -> None:
+    """Lab 09: the pod inspector names the ResourceClaim and the device the scheduler allocated to it (DRA),
+    and the env the driver's CDI spec set; the exercises' checks say Correct in this run."""
+    claims = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem'] .mockgpu-claims")
+    expect(claims).to_contain_text("claim one-40g (request gpu): gpu-0", timeout=30_000)
+    expect(claims).to_contain_text("NVIDIA_VISIBLE_DEVICES=GPU-")
+    # the cluster map: both-0's GPU 3 cut into the two MIG instances the claims got, at their slices
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
+    gpu3 = cmap.locator(".mockgpu-node[data-node='both-0'] .mockgpu-gpu[data-index='3']")
+    expect(gpu3.locator(".mockgpu-mig[data-pod='default/small']")).to_have_attribute("data-start", "0")
+    expect(gpu3.locator(".mockgpu-mig[data-pod='default/medium']")).to_have_attribute("data-start", "4")
+    expect(cmap.locator(".mockgpu-pending")).to_contain_text("second-medium")
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
+    assert text.count("Correct:") == 3 and "Not quite" not in text
+    assert "cannot allocate all claims" in text
+
+
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08),
+    LabCase("09-*.ipynb", check_lab09),
 ]
 
 

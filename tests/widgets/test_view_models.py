@@ -57,6 +57,29 @@ def test_whole_gpus_are_coloured_by_the_pod_holding_them_and_pending_pods_are_li
     assert html.count('class="mockgpu-node"') == 4 and 'data-pod="default/a"' in html
 
 
+def _claim_pod(name: str, claims: list[dict], **kw) -> dict:
+    p = pod(name, 0, **kw)
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": c["name"]} for c in claims]}
+    p["spec"]["resourceClaims"] = claims
+    return p
+
+
+def test_pods_with_resource_claims_are_pending_unplaced_or_on_the_devices_the_kubelet_published():
+    nodes = spec_nodes("seed-4x2.yaml")
+    waiting = _claim_pod("w", [{"name": "gpus", "resourceClaimTemplateName": "two"}])
+    started = _claim_pod("s", [{"name": "one", "resourceClaimName": "one-40g"}], node="gpu-0", phase="Running")
+    placed = _claim_pod("p", [{"name": "one", "resourceClaimName": "c1"}], node="gpu-1", phase="Running")
+    cms = [state_cm("gpu-0", [gpu(0), gpu(1)]),
+           state_cm("gpu-1", [gpu(0), gpu(1)], [alloc("p", "resourceclaims/c1", [G1])])]
+    m = cluster_map(Snapshot.of(nodes, [waiting, started, placed, pod("big", 4)], configmaps=cms))
+    assert [(h.pod, h.resource, h.device_id) for h in m.pending] == [
+        ("default/big", "nvidia.com/gpu", "4 x nvidia.com/gpu"), ("default/w", "resourceclaims/gpus", "claim gpus")]
+    gpu0, gpu1 = m.nodes[0], m.nodes[1]
+    assert [(h.pod, h.resource) for h in gpu0.unplaced] == [("default/s", "resourceclaims/one-40g")]
+    assert not gpu1.unplaced and [h.pod for h in gpu1.gpus[1].holders] == ["default/p"]
+    assert gpu0.resources == {"nvidia.com/gpu": (2, 0)}  # claims are not extended resources
+
+
 def test_mig_instances_are_slices_at_their_placement_with_their_own_holders():
     slices = [mig(f"MIG-{i}", "1g.10gb", i, 1, 9856) for i in range(7)]
     cms = [state_cm("mig-0", [gpu(0, mig=slices)], [alloc("p", "nvidia.com/mig-1g.10gb", ["MIG-3"])])]
@@ -154,6 +177,28 @@ def test_inspector_reads_the_injected_env_and_what_the_container_saw_from_the_lo
     cms = [state_cm("gpu-0", [gpu(0), gpu(1)], [alloc("i", "nvidia.com/gpu", [G0])])]
     m = inspect_pod(Snapshot.of(spec_nodes("seed-4x2.yaml"), [p], configmaps=cms), "i", INSPECT_LOG)
     assert m.allocations[0]["deviceIds"] == [G0] and m.container_states == {"main": "Exited 0 (Completed)"}
+
+
+@pytest.mark.parametrize("annotation, claims", [
+    ('{"one-40g": [{"device": "gpu-0", "request": "gpu"}]}', (("one-40g", "gpu", "gpu-0"),)),
+    ('{"pair": [{"device": "gpu-0", "request": "gpus"}, {"device": "gpu-1", "request": "gpus"}], '
+     '"a-mig": [{"device": "gpu-2-mig-1g10gb-0", "request": "mig"}]}',
+     (("a-mig", "mig", "gpu-2-mig-1g10gb-0"), ("pair", "gpus", "gpu-0"), ("pair", "gpus", "gpu-1"))),
+    (None, ()),
+    ("not json", ()),
+    ('["a list"]', ()),
+])
+def test_inspector_names_the_claim_and_request_that_gave_each_dra_device(annotation, claims):
+    ann = {"mockgpu.io/dra-allocation": annotation} if annotation is not None else {}
+    p = pod("d", 0, node="dra-0", phase="Running", annotations=ann)
+    m = inspect_pod(Snapshot.of([], [p]), "d", INSPECT_LOG)
+    assert m.claims == claims
+    html = inspector_html(m)
+    assert ("Allocated through DRA" in html) == bool(claims)
+    assert ("Injected by the device plugin" in html) != bool(claims)
+    for claim, request, device in claims:
+        assert f"claim {claim} (request {request}): {device}" in html
+        assert f"claim {claim} request {request}: {device}" in m.describe()
 
 
 def test_failed_message_falls_back_to_the_newest_failed_scheduling_event():
