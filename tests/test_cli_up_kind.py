@@ -18,7 +18,7 @@ def test_dry_run_prints_one_yaml_stream_and_nothing_else(capsys: pytest.CaptureF
     assert main(["up", "--backend", "kind", "--dry-run", "--spec", WORKSHOP]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert docs[0]["kind"] == "Cluster"
-    assert [n["role"] for n in docs[0]["nodes"]] == ["control-plane", "worker", "worker", "worker"]
+    assert [n["role"] for n in docs[0]["nodes"]] == ["control-plane", "worker", "worker"]  # the spec's 3 nodes
     assert {d["kind"] for d in docs[1:]} >= {"Namespace", "DaemonSet", "ConfigMap"}
 
 

@@ -20,7 +20,7 @@ from mockgpu.backends.kind.images import NODE_IMAGES, node_image
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.errors import ConfigError, MockgpuError
 
-from .conftest import SPEC_IDS, SPECS, STATE_DIR, spec_at
+from .conftest import DRA_SPECS, SPEC_IDS, SPECS, STATE_DIR, spec_at
 
 _MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 # The fields of kind's v1alpha4 types (pkg/apis/config/v1alpha4/types.go) this backend may emit; any
@@ -120,6 +120,12 @@ def test_a_one_node_cluster_keeps_kubeadms_control_plane_taint_for_kind_to_remov
     assert yaml.safe_load(patch)["nodeRegistration"]["taints"] == [
         {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
         {"key": "k", "value": "v", "effect": "NoSchedule"}]
+
+
+def test_kind_refuses_dra_pools_with_one_line_naming_the_field():
+    (path,) = DRA_SPECS  # clusters/dra.yaml
+    with pytest.raises(ConfigError, match=r"gpu\.management.*'dra' needs the DRA driver, which the kind backend"):
+        _render(spec_at(path))
 
 
 def test_a_spec_without_nodes_gets_kinds_own_control_plane():

@@ -98,6 +98,18 @@ def check_labels(spec: ClusterSpec) -> None:
                 )
 
 
+def check_gpu_management(spec: ClusterSpec) -> None:
+    """ConfigError for a pool whose GPUs go through DRA: on kind only the device plugin is deployed (the DRA
+    driver runs with the embedded and upstream backends' kubelets), so such GPUs would silently vanish."""
+    for i, pool in enumerate(spec.spec.nodePools):
+        if pool.gpu is not None and pool.gpu.management != "devicePlugin":
+            raise ConfigError(
+                spec.source, f"spec.nodePools[{i}].gpu.management",
+                f"'{pool.gpu.management}' needs the DRA driver, which the kind backend does not deploy yet "
+                "(use the embedded or upstream backend)",
+            )
+
+
 def _patch(doc: dict[str, Any]) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
@@ -148,6 +160,7 @@ def _scheduler_patch(config: bool) -> str:
 def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
     """The kind ``Cluster`` config for ``spec`` as a dict (dump it with ``yaml.safe_dump``)."""
     check_labels(spec)
+    check_gpu_management(spec)
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
     patches = config.setdefault("kubeadmConfigPatches", [_scheduler_patch(opts.scheduler_config is not None)])
     if opts.cgroup_v1:

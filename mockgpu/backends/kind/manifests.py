@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from mockgpu.backends.kind.config import DRIVER_DIR
+from mockgpu.backends.kind.config import DRIVER_DIR, check_gpu_management
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
 
@@ -186,5 +186,6 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
 
 
 def plugin_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
-    """Every object, in apply order."""
+    """Every object, in apply order (ConfigError for DRA pools: only the device plugin is deployed)."""
+    check_gpu_management(spec)
     return [namespace(), *rbac(), *config_maps(spec, opts.node_names), daemonset(opts)]
