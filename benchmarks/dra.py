@@ -1,7 +1,8 @@
 """Benchmark of the DRA allocator in the pure core: one ``schedule_one`` for a pod with one ResourceClaim.
 
-100 nodes × 8 A100-SXM4-80GB GPUs published as the shared DRA contract says (per node a devices slice with
-8 whole GPUs and their MIG placement devices — 18 per GPU — and a shared-counters slice), the default profile.
+100 nodes × 8 A100-SXM4-80GB GPUs under DRA, their ResourceSlices exactly as the driver publishes them
+(``mockgpu.dra.slices.node_slices`` on each node's inventory from a cluster spec: whole GPUs, their MIG placement
+devices and the shared-counter slices), the project's DeviceClasses, the default profile.
 Cases: a claim for one whole GPU (class ``gpu.mockgpu.io``), the same with a CEL selector on memory, and the
 worst case where every GPU but one on the last node is allocated already (the search visits every node's
 devices). Warm figures: the pool index is built and the CEL programs compiled before timing (the scheduler
@@ -26,7 +27,15 @@ from mockgpu.sched.config import default_config  # noqa: E402
 from mockgpu.sched.cycle import schedule_one  # noqa: E402
 from mockgpu.sched.dra.snapshot import DraSnapshot  # noqa: E402
 from mockgpu.sched.snapshot import NodeInfo  # noqa: E402
-from tests.sched.dra_builders import CLASSES, claim, claim_pod, node_slices, request  # noqa: E402
+import yaml  # noqa: E402
+
+from mockgpu.config.clusterspec import parse_spec  # noqa: E402
+from mockgpu.config.inventory import node_inventory  # noqa: E402
+from mockgpu.dra.slices import node_slices  # noqa: E402
+from tests.sched.dra_builders import claim, claim_pod, request  # noqa: E402
+
+CLASSES = {d["metadata"]["name"]: d
+           for d in yaml.safe_load_all((ROOT / "clusters" / "dra" / "deviceclasses.yaml").read_text())}
 
 MEM_40 = 'device.capacity["gpu.mockgpu.io"].memory.compareTo(quantity("40Gi")) >= 0'
 
@@ -56,9 +65,12 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--gpus", type=int, default=8)
     args = ap.parse_args()
-    names = [f"node-{i:03d}" for i in range(args.nodes)]
+    spec = parse_spec({"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec", "metadata": {"name": "bench"},
+                       "spec": {"nodePools": [{"name": "node", "count": args.nodes, "gpu": {
+                           "model": "A100-SXM4-80GB", "count": args.gpus, "management": "dra"}}]}})
+    names = [n.name for n in spec.nodes()]
     nodes = [NodeInfo.from_node(_node(n)) for n in names]
-    slices = [s for n in names for s in node_slices(n, "A100-SXM4-80GB", args.gpus)]
+    slices = [s for n in names for s in node_slices(node_inventory(spec, n))]
     devices = sum(len(s["spec"].get("devices") or []) for s in slices)
     print(f"{args.nodes} nodes x {args.gpus} GPUs, {len(slices)} slices, {devices} devices, runs={args.runs}")
 
