@@ -23,15 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mockgpu.sched.config import default_config  # noqa: E402
-from mockgpu.sched.cycle import schedule_one  # noqa: E402
-from mockgpu.sched.dra.snapshot import DraSnapshot  # noqa: E402
-from mockgpu.sched.snapshot import NodeInfo  # noqa: E402
 import yaml  # noqa: E402
 
 from mockgpu.config.clusterspec import parse_spec  # noqa: E402
 from mockgpu.config.inventory import node_inventory  # noqa: E402
 from mockgpu.dra.slices import node_slices  # noqa: E402
+from mockgpu.sched.config import default_config  # noqa: E402
+from mockgpu.sched.cycle import schedule_one  # noqa: E402
+from mockgpu.sched.dra.snapshot import DraSnapshot  # noqa: E402
+from mockgpu.sched.snapshot import NodeInfo  # noqa: E402
 from tests.sched.dra_builders import claim, claim_pod, request  # noqa: E402
 
 CLASSES = {d["metadata"]["name"]: d
