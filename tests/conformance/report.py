@@ -12,8 +12,10 @@ SECTIONS = {  # id -> title, in report order
     "tables": "Scheduling: upstream's NodeResourcesFit tables, live",
     "stories": "Scheduling: the seed story, the workshop spec, the labs' pods, taints and affinity",
     "random": "Scheduling: random clusters and pod sequences (hypothesis, seeded)",
+    "dra": "DRA: claims allocated from our driver's ResourceSlices (feasibility, node, constraints, status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
+    "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
 }
 
 # Disagreements the suite found and that were fixed in the embedded control plane (kept as history).
