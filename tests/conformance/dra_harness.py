@@ -75,6 +75,7 @@ class DraCase:
     objects: list[dict[str, Any]]  # ResourceClaims and ResourceClaimTemplates, created before the pods
     pods: list[dict[str, Any]]
     predicate: Callable[[str, Device], bool] | None = None  # (request, device) -> must hold for its devices
+    expect: tuple[bool, ...] = (True,)  # per pod: scheduled (True) or Pending; both sides must agree with it
     settle: float = 30.0  # how long a pod may stay undecided (a pod the scheduler never tries: Pending)
     section: str = "dra"
 
@@ -199,6 +200,7 @@ def violations(case: DraCase, alloc: Allocation, devices: dict[tuple[str, str], 
 class DraRunner:
     def __init__(self, emb: EmbeddedSide, up: UpstreamSide) -> None:
         self.emb, self.up = emb, up
+        self.last: dict[str, Allocation] = {}  # the last case's outcome per side
 
     def run(self, case: DraCase) -> list[tuple[str, str]]:
         spec = dra_spec(case.pools)
@@ -213,6 +215,7 @@ class DraRunner:
         sides: tuple[Side, Side] = (self.emb, self.up)
         out: dict[str, Allocation] = {s.name: Allocation() for s in sides}
         diffs: list[tuple[str, str]] = []
+        self.last = out
         try:
             for side in sides:
                 side.create_nodes(make_node(n, {"cpu": "64", "memory": "512Gi"}) for n in nodes)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dra_harness import DraCase, DraRunner, claim, dra_pod, request
+from dra_harness import DraCase, DraRunner, claim, devices_of, dra_pod, request
 from kubernetes import client
 from test_api import normalise
 
@@ -52,12 +52,13 @@ CASES = [
             [dra_pod("d03-p", gpu={"resourceClaimName": "pair"})]),
     DraCase("d04 count 2 + matchAttribute nvlinkIsland (no NVLink: infeasible)", [pool("d04-a", count=2)],
             [claim("pair", request("gpus", count=2), constraints=[{"matchAttribute": ISLAND}])],
-            [dra_pod("d04-p", gpu={"resourceClaimName": "pair"})]),
+            [dra_pod("d04-p", gpu={"resourceClaimName": "pair"})], expect=(False,)),
     DraCase("d05 count 3 + matchAttribute nvlinkIsland (islands of 2: infeasible)", [pool("d05-a", **ISLANDS)],
             [claim("trio", request("gpus", count=3), constraints=[{"matchAttribute": ISLAND}])],
-            [dra_pod("d05-p", gpu={"resourceClaimName": "trio"})]),
+            [dra_pod("d05-p", gpu={"resourceClaimName": "trio"})], expect=(False,)),
     DraCase("d06 count 5 (infeasible)", [pool("d06-a", nodes=2, **ISLANDS)],
-            [claim("five", request("gpus", count=5))], [dra_pod("d06-p", gpu={"resourceClaimName": "five"})]),
+            [claim("five", request("gpus", count=5))], [dra_pod("d06-p", gpu={"resourceClaimName": "five"})],
+            expect=(False,)),
     DraCase("d07 MIG 1g.10gb + 3g.40gb in one claim", [pool("d07-a", count=1)],
             [claim("migs", request("small", "mig.gpu.mockgpu.io", profile("1g.10gb")),
                    request("large", "mig.gpu.mockgpu.io", profile("3g.40gb")))],
@@ -67,20 +68,20 @@ CASES = [
             [claim("mig", request("small", "mig.gpu.mockgpu.io", profile("1g.10gb"))),
              claim("whole", request("gpu"))],
             [dra_pod("d08-p1", gpu={"resourceClaimName": "mig"}),
-             dra_pod("d08-p2", gpu={"resourceClaimName": "whole"})]),
+             dra_pod("d08-p2", gpu={"resourceClaimName": "whole"})], expect=(True, False)),
     DraCase("d09 MIG 7g.80gb twice on one card (counters: infeasible)", [pool("d09-a", count=1)],
             [claim("m1", request("big", "mig.gpu.mockgpu.io", profile("7g.80gb"))),
              claim("m2", request("big", "mig.gpu.mockgpu.io", profile("7g.80gb")))],
             [dra_pod("d09-p1", gpu={"resourceClaimName": "m1"}), dra_pod("d09-p2", gpu={"resourceClaimName": "m2"})],
-            predicate=profile_is({"big": "7g.80gb"})),
+            predicate=profile_is({"big": "7g.80gb"}), expect=(True, False)),
     DraCase("d10 allocationMode All", [pool("d10-a", count=2)],
             [claim("all", request("gpus", allocationMode="All"))],
             [dra_pod("d10-p", gpu={"resourceClaimName": "all"})]),
     DraCase("d11 a claim that does not exist", [pool("d11-a", count=1)], [],
-            [dra_pod("d11-p", gpu={"resourceClaimName": "no-such-claim"})], settle=8.0),
+            [dra_pod("d11-p", gpu={"resourceClaimName": "no-such-claim"})], settle=8.0, expect=(False,)),
     DraCase("d12 a DeviceClass that does not exist", [pool("d12-a", count=1)],
             [claim("c", request("gpu", "no-such-class.mockgpu.io"))],
-            [dra_pod("d12-p", gpu={"resourceClaimName": "c"})]),
+            [dra_pod("d12-p", gpu={"resourceClaimName": "c"})], expect=(False,)),
 ]
 
 
@@ -97,9 +98,17 @@ def device_classes(upstream_cluster, embedded_cluster):
 @pytest.mark.parametrize("case", CASES, ids=[c.name.split()[0] for c in CASES])
 def test_dra_scheduling(report, sides, device_classes, case):
     emb, up = sides
-    diffs = DraRunner(emb, up).run(case)
+    runner = DraRunner(emb, up)
+    diffs = runner.run(case)
     open_ = report.add("dra", case.name, diffs)
+    for side, alloc in runner.last.items():
+        for pod, d in alloc.decisions.items():
+            print(f"{case.name}: {side} {pod} -> {d.node or d.event}; claims "
+                  f"{[devices_of(alloc.claims[c]) for c in alloc.pod_claims.get(pod, []) if c in alloc.claims]}")
     assert not open_, "\n".join(f"{k}: {d}" for k, d in open_)
+    for side, alloc in runner.last.items():  # the case itself: what upstream's semantics make of it
+        got = tuple(alloc.decisions[p["metadata"]["name"]].node is not None for p in case.pods)
+        assert got == case.expect, f"{side}: scheduled {got}, the case expects {case.expect}"
 
 
 # -- the API battery ------------------------------------------------------------------------------------
