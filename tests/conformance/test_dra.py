@@ -158,6 +158,8 @@ API_CASES = [
     ("claim: allocationMode All with a count", "claim",
      raw_claim("c8", {"requests": [req(allocationMode="All", count=2)]})),
     ("claim: CEL syntax error", "claim", raw_claim("c9", {"requests": [req(**cel("device.driver =="))]})),
+    ("claim: CEL syntax error inside the expression", "claim", raw_claim("c9b", {"requests": [req(**cel(
+        'device.driver "gpu.mockgpu.io"'))]})),
     ("claim: CEL not a bool", "claim", raw_claim("c10", {"requests": [req(**cel("device.capacity"))]})),
     ("claim: CEL quantity compared to an int", "claim", raw_claim("c11", {"requests": [req(**cel(
         'device.capacity["gpu.mockgpu.io"].memory > 1'))]})),
@@ -174,6 +176,8 @@ API_CASES = [
     ("template: CEL syntax error", "template", raw_template("t1", {"requests": [req(**cel("("))]})),
     ("template: no deviceClassName", "template", raw_template("t2", {"requests": [{"name": "g", "exactly": {}}]})),
     ("template: invalid name", "template", raw_template("Bad_T", {"requests": [req()]})),
+    ("valid template (control)", "template", raw_template("tok", {"requests": [req(**cel(CEL_40GI))]})),
+    ("update a template's spec (immutable)", "template-update", raw_template("tok", {"requests": [req(count=2)]})),
     ("valid claim (control)", "claim", raw_claim("ok", {"requests": [req(**cel(CEL_40GI))],
                                                          "constraints": [{"matchAttribute": ISLAND}]})),
     ("update a claim's spec (immutable)", "update", raw_claim("ok", {"requests": [req(count=2)]})),
@@ -212,8 +216,9 @@ def _send(api, kind: str, body: dict) -> dict:
         return raw(api, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", body)
     if kind == "template":
         return raw(api, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", body)
-    if kind == "update":
-        path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
+    if kind in ("update", "template-update"):
+        plural = "resourceclaims" if kind == "update" else "resourceclaimtemplates"
+        path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/{plural}/{name}"
         cur = json.loads(api.call_api(*api.param_serialize(method="GET", resource_path=path,
                                                            auth_settings=["BearerToken"])[:3]).read() or b"{}")
         rv = (cur.get("metadata") or {}).get("resourceVersion")
