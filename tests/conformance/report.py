@@ -51,7 +51,8 @@ FIXED: list[tuple[str, str]] = [
      "has made the namespace's ServiceAccount; `mockgpu up --backend upstream` waits for it"),
     ("DRA: allocationTimestamp",
      "v1.37.2's scheduler stamps `status.allocation.allocationTimestamp` when it binds a claim "
-     "(DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, beta, on); the embedded scheduler now does"),
+     "(DRADeviceBindingConditions, beta, and DRAResourceClaimDeviceStatus, GA: both on); the embedded scheduler "
+     "now does"),
     ("DRA: duplicate request names",
      "v1.37.2's declarative validation prints the whole duplicate request as JSON (`Duplicate value: {\"name\":"
      "\"gpu\",\"exactly\":{...}}`), not its name; resourcev1.py now does"),

@@ -174,7 +174,7 @@ def _write(api: RawApi, claim: dict, allocation: Any, pod: Mapping, uid: str) ->
         raise PreBindError(f"claim {meta.get('namespace')}/{meta.get('name')} got allocated elsewhere in the "
                            f"meantime")
     if status.get("allocation") and not status["allocation"].get("allocationTimestamp"):
-        # v1.37 (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, beta, on) stamps the allocation
+        # v1.37 stamps the allocation (DRADeviceBindingConditions, beta, and DRAResourceClaimDeviceStatus, GA: on)
         status["allocation"] = {**status["allocation"], "allocationTimestamp": time.strftime(
             "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     status["reservedFor"] = [*(status.get("reservedFor") or []),
