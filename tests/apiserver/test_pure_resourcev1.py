@@ -525,3 +525,24 @@ def test_unsupported_field_selector_is_a_400() -> None:
         parse_field_selector("spec.nodeName=x", "resourceclaims.resource.k8s.io")
     assert info.value.code == 400
     assert info.value.status["message"] == "field label not supported: spec.nodeName"
+
+
+@pytest.mark.parametrize(("kind", "labels", "want"), [
+    ("ResourceClaim", {}, [("spec.devices.requests[0].adminAccess", "Forbidden: admin access to devices requires the "
+                                                                    "`resource.kubernetes.io/admin-access: true` label "
+                                                                    "on the containing namespace")]),
+    ("ResourceClaimTemplate", {"resource.kubernetes.io/admin-access": "false"},
+     [("spec.devices.requests[0].adminAccess", "Forbidden: admin access to devices requires the "
+                                               "`resource.kubernetes.io/admin-access: true` label on the containing "
+                                               "namespace")]),
+    ("ResourceClaim", {"resource.kubernetes.io/admin-access": "true"}, []),
+])
+def test_admin_access_needs_the_namespace_label(kind: str, labels: dict[str, str], want: list) -> None:
+    """upstream's AuthorizedForAdmin, before validation; the path is the claim's for a template too."""
+    from mockgpu.control.apiserver.resourcev1 import admin_access_errors
+
+    obj = claim() if kind == "ResourceClaim" else template()
+    devices = obj["spec"]["devices"] if kind == "ResourceClaim" else obj["spec"]["spec"]["devices"]
+    devices["requests"][0]["exactly"]["adminAccess"] = True
+    got = [(e.field, f"{e.type}: {e.detail}") for e in admin_access_errors(kind, obj, labels)]
+    assert got == want

@@ -32,10 +32,6 @@ KNOWN: list[Known] = [
           reason="upstream's cel-go type-checks operator overloads at create; cel-python has no type checker, so "
                  "the embedded server stores the claim and the expression fails when the allocator evaluates it "
                  "(the claim is unallocatable with that reason, as a runtime CEL error is upstream)"),
-    Known("outcome", case=r"claim: adminAccess with count All", detail="admin-access: true. label",
-          reason="upstream's claim strategy reads the namespace for its resource.kubernetes.io/admin-access label "
-                 "before validating (registry/resource/utils.go); the embedded validation is pure and does not "
-                 "look the namespace up, so it reports the count error only"),
     Known("stderr", case=r"kubectl .*: patch forbidden field \(422\)", detail="pod updates may not change",
           reason="kube-apiserver appends a go-cmp diff of the two pod specs after this message; go-cmp varies its "
                  "whitespace on purpose, so the embedded message stops at that newline (apiserver/podupdate.py)"),

@@ -66,6 +66,10 @@ FIXED: list[tuple[str, str]] = [
      "resource name`"),
     ("DRA: a claim's spec is immutable",
      "v1.37.2's declarative `+k8s:immutable` prints `spec: Invalid value: null: field is immutable`"),
+    ("DRA: admin access needs the namespace label",
+     "upstream's claim and template strategies refuse `exactly.adminAccess: true` unless the namespace has "
+     "`resource.kubernetes.io/admin-access: \"true\"` (`spec.devices.requests[0].adminAccess: Forbidden: ...`, "
+     "before the other errors); the embedded create now reads the namespace's labels and does the same"),
     ("DRA: CEL type errors at create",
      "upstream refuses `device.nosuch` (`undefined field 'nosuch'`) and `device.capacity` (`must evaluate to bool "
      "or the unknown type, not map(string, map(string, kubernetes.Quantity))`); the embedded server stored them. "

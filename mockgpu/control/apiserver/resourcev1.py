@@ -8,11 +8,13 @@ paths and texts:
   a device taint's ``timeAdded`` (now);
   ``metadata.generation`` 1 on create and bumped on every spec change of DeviceClasses and ResourceSlices;
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
-  the spec is immutable (``spec: Invalid value: ...: field is immutable``); status updates check
+  the spec is immutable (``spec: Invalid value: null: field is immutable``, v1.37's declarative wording); status updates check
   ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
   ``devices`` (the drivers' per-device status: names, an allocated device, conditions, data, network data),
   an allocation being immutable once set and new allocation results (request names of the claim, driver, pool
   and device names);
+- ResourceClaim and ResourceClaimTemplate creates: ``exactly.adminAccess: true`` needs the namespace label
+  ``resource.kubernetes.io/admin-access: "true"`` (``admin_access_errors``, upstream's AuthorizedForAdmin, first);
 - ResourceClaimTemplate: the spec is immutable; ``spec.metadata`` labels and annotations are validated;
 - requests (``exactly`` or ``firstAvailable``, names, class names, allocation mode and count, selectors whose CEL
   is compiled by ``celcompile``), constraints (``matchAttribute`` a fully qualified name, request references),
@@ -744,6 +746,29 @@ def is_extended_resource_name(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: prefixed outside kubernetes.io, and ``requests.<name>`` qualified."""
     native = "/" not in name or "kubernetes.io/" in name
     return not native and not name.startswith("requests.") and not names.qualified_name("requests." + name)
+
+
+ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def admin_access_errors(kind: str, obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
+    """upstream ``AuthorizedForAdmin`` (registry/resource/utils.go), run by the claim and template strategies
+    before validation on create: the first request with ``exactly.adminAccess: true`` is forbidden unless the
+    namespace has the label ``resource.kubernetes.io/admin-access: "true"``. The path is
+    ``spec.devices.requests[i].adminAccess`` for a template too, as upstream writes it."""
+    spec = _d(obj.get("spec"))
+    devices = _d(_d(spec.get("spec")).get("devices")) if kind == "ResourceClaimTemplate" else _d(spec.get("devices"))
+    if kind not in ("ResourceClaim", "ResourceClaimTemplate"):
+        return []
+    for i, req in enumerate(_l(devices.get("requests"))):
+        exactly = _d(_d(req).get("exactly"))
+        if exactly.get("adminAccess") is True:
+            if namespace_labels.get(ADMIN_NAMESPACE_LABEL) == "true":
+                return []
+            return [field_forbidden(f"spec.devices.requests[{i}].adminAccess",
+                                    f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` label "
+                                    "on the containing namespace")]
+    return []
 
 
 # ---- the kinds ------------------------------------------------------------------------------------------
