@@ -8,8 +8,8 @@ paths and texts:
   a device taint's ``timeAdded`` (now);
   ``metadata.generation`` 1 on create and bumped on every spec change of DeviceClasses and ResourceSlices;
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
-  the spec is immutable (``spec: Invalid value: null: field is immutable``, v1.37's declarative wording); status updates check
-  ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
+  the spec is immutable (``spec: Invalid value: null: field is immutable``, v1.37's declarative wording); status
+  updates check ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
   ``devices`` (the drivers' per-device status: names, an allocated device, conditions, data, network data),
   an allocation being immutable once set and new allocation results (request names of the claim, driver, pool
   and device names);
