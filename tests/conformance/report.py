@@ -12,8 +12,10 @@ SECTIONS = {  # id -> title, in report order
     "tables": "Scheduling: upstream's NodeResourcesFit tables, live",
     "stories": "Scheduling: the seed story, the workshop spec, the labs' pods, taints and affinity",
     "random": "Scheduling: random clusters and pod sequences (hypothesis, seeded)",
+    "dra": "DRA: claims allocated from our driver's ResourceSlices (feasibility, node, constraints, status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
+    "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
 }
 
 # Disagreements the suite found and that were fixed in the embedded control plane (kept as history).
@@ -47,6 +49,31 @@ FIXED: list[tuple[str, str]] = [
     ("the default ServiceAccount before pods",
      "upstream refuses pods (`error looking up service account default/default`) until the controller manager "
      "has made the namespace's ServiceAccount; `mockgpu up --backend upstream` waits for it"),
+    ("DRA: allocationTimestamp",
+     "v1.37.2's scheduler stamps `status.allocation.allocationTimestamp` when it binds a claim "
+     "(DRADeviceBindingConditions, beta, and DRAResourceClaimDeviceStatus, GA: both on); the embedded scheduler "
+     "now does"),
+    ("DRA: duplicate request names",
+     "v1.37.2's declarative validation prints the whole duplicate request as JSON (`Duplicate value: {\"name\":"
+     "\"gpu\",\"exactly\":{...}}`), not its name; resourcev1.py now does"),
+    ("DRA: a constraint without an attribute",
+     "upstream: `spec.devices.constraints[0]: Required value: exactly one of \"matchAttribute\" or "
+     "\"distinctAttribute\" is required, but multiple fields are set` (DRAConsumableCapacity on); the embedded "
+     "server said `constraints[0].matchAttribute: Required value`"),
+    ("DRA: DeviceClass extendedResourceName",
+     "upstream's declarative format check words it (`a name must be a domain-prefixed path, such as "
+     "'example.com/my-prop'`, `must not have \"kubernetes.io/\" domain`, ...), not `must be a valid extended "
+     "resource name`"),
+    ("DRA: a claim's spec is immutable",
+     "v1.37.2's declarative `+k8s:immutable` prints `spec: Invalid value: null: field is immutable`"),
+    ("DRA: admin access needs the namespace label",
+     "upstream's claim and template strategies refuse `exactly.adminAccess: true` unless the namespace has "
+     "`resource.kubernetes.io/admin-access: \"true\"` (`spec.devices.requests[0].adminAccess: Forbidden: ...`, "
+     "before the other errors); the embedded create now reads the namespace's labels and does the same"),
+    ("DRA: CEL type errors at create",
+     "upstream refuses `device.nosuch` (`undefined field 'nosuch'`) and `device.capacity` (`must evaluate to bool "
+     "or the unknown type, not map(string, map(string, kubernetes.Quantity))`); the embedded server stored them. "
+     "An expression cut off before an operand now gets cel-go's `mismatched input '<EOF>' expecting {...}`"),
 ]
 
 

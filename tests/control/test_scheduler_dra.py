@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import queue
+import re
 import threading
 import time
 from typing import Any
@@ -173,6 +174,7 @@ def test_claims_are_allocated_then_pods_bound_on_distinct_devices(dra):
                                                 "pool": pod.spec.node_name, "device": "gpu-0"}]
         assert alloc["nodeSelector"] == {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [pod.spec.node_name]}]}]}
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", alloc["allocationTimestamp"])  # as v1.37 stamps it
         assert stored["status"]["reservedFor"] == [{"resource": "pods", "name": f"p{i}", "uid": pod.metadata.uid}]
         assert stored["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
         order = [w for w, n in fake.log if n in (f"c{i}", f"p{i}")]

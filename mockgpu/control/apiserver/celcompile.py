@@ -6,17 +6,27 @@ the DRA CEL environment (``k8s.io/dynamic-resource-allocation/cel``); a failure 
 caret line). Here cel-python parses the expression, and identifiers are checked against the one variable the
 environment declares (``device``), so a syntax error or an undeclared reference is refused in that shape.
 
-An expression whose result type is evident without a type checker (a literal, or ``device.driver``) and is not
-bool is refused as upstream's output-type check words it: ``must evaluate to bool or the unknown type, not
-string``. Simplified: cel-python has no type checker, so other non-bool results (``device.attributes[...]``
-arithmetic, ...) and cost estimation are not checked here (they fail when evaluated), and the syntax-error text
-after the position is cel-python's, not cel-go's ANTLR wording.
+A field of ``device`` that upstream's ``kubernetes.DRADevice`` type does not declare (``device.nosuch``) is
+refused as cel-go's checker words it (``undefined field 'nosuch'``, the caret on the dot). An expression whose
+result type is evident without a type checker (a literal, ``device.driver``, ``device.capacity``,
+``device.allowMultipleAllocations``) and is not bool is refused as upstream's output-type check words it:
+``must evaluate to bool or the unknown type, not string``. Simplified: cel-python has no type checker, so
+other non-bool results (``device.attributes[...]`` arithmetic, ...), operator overloads (``quantity > 1``)
+and cost estimation are not checked here (they fail when evaluated); a syntax error where the input ends
+before an operand gets cel-go's ANTLR wording (``mismatched input '<EOF>' expecting {...}``), any other
+syntax error cel-python's position and ``unexpected input``.
 """
 
 from __future__ import annotations
 
 import celpy
 from lark import Token, Tree
+
+#: what cel-go's grammar expects where an operand starts, and the tokens after which one must
+_OPERAND_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
+                  "BYTES, IDENTIFIER}")
+_OPERAND_BEFORE = ("==", "!=", "<", "<=", ">", ">=", "&&", "||", "+", "-", "*", "/", "%", "(", "[", ",", "?", ":",
+                   "!", " in")
 
 #: the variables the DRA CEL environment declares
 DECLARED = frozenset({"device"})
@@ -44,6 +54,12 @@ def _bound(tree: Tree) -> set[str]:
     return out
 
 
+#: the fields of upstream's ``kubernetes.DRADevice`` object type and their CEL types where evident
+#: (``attributes``: a map whose value type is not printed here, so never "evident")
+DEVICE_FIELDS: dict[str, str | None] = {
+    "driver": "string", "attributes": None, "capacity": "map(string, map(string, kubernetes.Quantity))",
+    "allowMultipleAllocations": "bool"}
+
 _LITERAL_TYPES = {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
                   "BYTES_LIT": "bytes", "BOOL_LIT": "bool", "NULL_LIT": "null_type"}
 
@@ -57,13 +73,21 @@ def evident_type(tree: Tree) -> str | None:
         return None
     if node.data == "literal" and node.children and isinstance(node.children[0], Token):
         return _LITERAL_TYPES.get(node.children[0].type)
-    if node.data == "member_dot" and len(node.children) == 2 and str(node.children[1]) == "driver":
-        idents = [t for t in node.children[0].iter_subtrees() if t.data == "ident"] \
-            if isinstance(node.children[0], Tree) else []
-        if len(idents) == 1 and str(idents[0].children[0]) == "device" and \
-                not any(t.data != "ident" and t.data not in ("member", "primary")
-                        for t in node.children[0].iter_subtrees()):
-            return "string"
+    field = device_field(node)
+    if field is not None:
+        return DEVICE_FIELDS.get(str(field))
+    return None
+
+
+def device_field(node: Tree) -> Token | None:
+    """The field token of ``device.<field>`` (``device`` itself, not inside a longer path); else None."""
+    if node.data != "member_dot" or len(node.children) != 2 or not isinstance(node.children[0], Tree):
+        return None
+    base = node.children[0]
+    idents = [t for t in base.iter_subtrees() if t.data == "ident"]
+    if len(idents) == 1 and str(idents[0].children[0]) == "device" and \
+            not any(t.data != "ident" and t.data not in ("member", "primary") for t in base.iter_subtrees()):
+        return node.children[1] if isinstance(node.children[1], Token) else None
     return None
 
 
@@ -72,6 +96,14 @@ def compile_error(expression: str) -> str | None:
     try:
         tree = celpy.Environment().compile(expression)
     except celpy.CELParseError as exc:
+        cause = exc.__cause__ or exc.__context__
+        token = getattr(cause, "token", None)
+        if getattr(token, "type", None) == "$END" and expression.rstrip().endswith(_OPERAND_BEFORE):
+            # the input ends where an operand must come: cel-go's ANTLR wording, the caret after the last char
+            lines = expression.split("\n")
+            line, column = len(lines), len(lines[-1]) + 1
+            return (f"compilation failed: ERROR: <input>:{line}:{column}: Syntax error: mismatched input '<EOF>' "
+                    f"expecting {_OPERAND_START}{_caret(expression, line, column)}")
         line, column = getattr(exc, "line", None) or 1, getattr(exc, "column", None) or 1
         return (f"compilation failed: ERROR: <input>:{line}:{column}: Syntax error: "
                 f"unexpected input{_caret(expression, line, column)}")
@@ -87,6 +119,12 @@ def compile_error(expression: str) -> str | None:
             line, column = getattr(token, "line", 1) or 1, (getattr(token, "column", 1) or 1)
             return (f"compilation failed: ERROR: <input>:{line}:{column}: undeclared reference to '{name}' "
                     f"(in container ''){_caret(expression, line, column)}")
+    for node in tree.iter_subtrees_topdown():
+        field = device_field(node)
+        if field is not None and str(field) not in DEVICE_FIELDS and "device" not in bound:
+            line, column = getattr(field, "line", 1) or 1, max((getattr(field, "column", 2) or 2) - 1, 1)
+            return (f"compilation failed: ERROR: <input>:{line}:{column}: undefined field '{field}'"
+                    f"{_caret(expression, line, column)}")
     result = evident_type(tree)
     if result is not None and result != "bool":
         return f"must evaluate to bool or the unknown type, not {result}"

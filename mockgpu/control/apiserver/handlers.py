@@ -92,7 +92,11 @@ class ResourceAPI:
         if info.namespaced:
             self.require_namespace(ns)
         uid = meta["uid"] = str(uuid.uuid4())  # before validation, as BeforeCreate: a Job's selector names it
-        obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict)
+        labels = None
+        if info.kind in ("ResourceClaim", "ResourceClaimTemplate"):  # their strategies read the namespace
+            labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
+        obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
+                                   namespace_labels=labels)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:

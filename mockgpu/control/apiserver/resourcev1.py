@@ -8,11 +8,13 @@ paths and texts:
   a device taint's ``timeAdded`` (now);
   ``metadata.generation`` 1 on create and bumped on every spec change of DeviceClasses and ResourceSlices;
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
-  the spec is immutable (``spec: Invalid value: ...: field is immutable``); status updates check
-  ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
+  the spec is immutable (``spec: Invalid value: null: field is immutable``, v1.37's declarative wording); status
+  updates check ``reservedFor`` (entries, uniqueness, at most 256, only with an allocation, no additions while deleted),
   ``devices`` (the drivers' per-device status: names, an allocated device, conditions, data, network data),
   an allocation being immutable once set and new allocation results (request names of the claim, driver, pool
   and device names);
+- ResourceClaim and ResourceClaimTemplate creates: ``exactly.adminAccess: true`` needs the namespace label
+  ``resource.kubernetes.io/admin-access: "true"`` (``admin_access_errors``, upstream's AuthorizedForAdmin, first);
 - ResourceClaimTemplate: the spec is immutable; ``spec.metadata`` labels and annotations are validated;
 - requests (``exactly`` or ``firstAvailable``, names, class names, allocation mode and count, selectors whose CEL
   is compiled by ``celcompile``), constraints (``matchAttribute`` a fully qualified name, request references),
@@ -287,8 +289,28 @@ def _request_ref(ref: Any, path: str, request_names: dict[str, set[str] | None])
     return errs
 
 
-def _set(items: list[Any], limit: int, path: str, check: Any, key: Any) -> list[FieldError]:
-    """upstream ``validateSet``: too many short-circuits; each item checked; duplicates by key."""
+_GO_ORDER = {  # v1 struct field order, as Go's encoding/json writes a duplicate list item
+    "request": ("name", "exactly", "firstAvailable"),
+    "exactly": ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity"),
+}
+
+
+def _go_request(req: Any) -> GoValue:
+    """A duplicate request as v1.37's declarative list-map uniqueness prints it: the item's JSON in field order."""
+    def ordered(value: Any, order: tuple[str, ...]) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {**{k: value[k] for k in order if k in value}, **{k: v for k, v in value.items() if k not in order}}
+
+    r = ordered(copy.deepcopy(req), _GO_ORDER["request"])
+    if isinstance(r.get("exactly"), dict):
+        r["exactly"] = ordered(r["exactly"], _GO_ORDER["exactly"])
+    return GoValue(json.dumps(r, separators=(",", ":")))
+
+
+def _set(items: list[Any], limit: int, path: str, check: Any, key: Any, shown: Any = None) -> list[FieldError]:
+    """upstream ``validateSet``: too many short-circuits; each item checked; duplicates by key (printed as
+    ``shown(item)`` when given, else the key)."""
     if limit >= 0 and len(items) > limit:
         return [too_many(path, len(items), limit)]
     errs: list[FieldError] = []
@@ -299,7 +321,7 @@ def _set(items: list[Any], limit: int, path: str, check: Any, key: Any) -> list[
         for i, item in enumerate(items):
             k = key(item)
             if k in seen:
-                errs.append(field_duplicate(f"{path}[{i}]", k))
+                errs.append(field_duplicate(f"{path}[{i}]", shown(item) if shown is not None else k))
             seen.add(k)
     return errs
 
@@ -376,8 +398,9 @@ def _constraint(constraint: Any, path: str, request_names: dict[str, set[str] | 
         errs += validate_fully_qualified_name(_s(constraint["matchAttribute"]), f"{path}.matchAttribute")
     elif constraint.get("distinctAttribute") is not None:
         errs += validate_fully_qualified_name(_s(constraint["distinctAttribute"]), f"{path}.distinctAttribute")
-    else:
-        errs.append(field_required(f"{path}.matchAttribute"))
+    else:  # v1.37 with DRAConsumableCapacity (beta, on), its wording verbatim
+        errs.append(field_required(path, 'exactly one of "matchAttribute" or "distinctAttribute" is required, '
+                                         "but multiple fields are set"))
     return errs
 
 
@@ -399,7 +422,7 @@ def validate_claim_spec(spec: Any, path: str) -> list[FieldError]:
     dpath = f"{path}.devices"
     request_names = _request_names(devices)
     errs = _set(_l(devices.get("requests")), REQUESTS_MAX, f"{dpath}.requests", validate_request,
-                lambda r: _s(_d(r).get("name")))
+                lambda r: _s(_d(r).get("name")), _go_request)
     errs += _set(_l(devices.get("constraints")), CONSTRAINTS_MAX, f"{dpath}.constraints",
                  lambda c, p: _constraint(c, p, request_names), None)
 
@@ -706,10 +729,46 @@ def validate_slice_spec(spec: Any, old_spec: Any) -> list[FieldError]:
     return errs
 
 
+def extended_resource_name(val: str) -> list[str]:
+    """v1.37's declarative ``format=k8s-extended-resource-name`` (authoritative over the handwritten check,
+    which says only "must be a valid extended resource name"): its messages, in its order."""
+    msgs = []
+    if "/" not in val:
+        msgs.append("a name must be a domain-prefixed path, such as 'example.com/my-prop'")
+    elif "kubernetes.io/" in val:
+        msgs.append('must not have "kubernetes.io/" domain')
+    if val.startswith("requests."):
+        msgs.append('must not have "requests." prefix')
+    return msgs + names.qualified_name("requests." + val)
+
+
 def is_extended_resource_name(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: prefixed outside kubernetes.io, and ``requests.<name>`` qualified."""
     native = "/" not in name or "kubernetes.io/" in name
     return not native and not name.startswith("requests.") and not names.qualified_name("requests." + name)
+
+
+ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def admin_access_errors(kind: str, obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
+    """upstream ``AuthorizedForAdmin`` (registry/resource/utils.go), run by the claim and template strategies
+    before validation on create: the first request with ``exactly.adminAccess: true`` is forbidden unless the
+    namespace has the label ``resource.kubernetes.io/admin-access: "true"``. The path is
+    ``spec.devices.requests[i].adminAccess`` for a template too, as upstream writes it."""
+    spec = _d(obj.get("spec"))
+    devices = _d(_d(spec.get("spec")).get("devices")) if kind == "ResourceClaimTemplate" else _d(spec.get("devices"))
+    if kind not in ("ResourceClaim", "ResourceClaimTemplate"):
+        return []
+    for i, req in enumerate(_l(devices.get("requests"))):
+        exactly = _d(_d(req).get("exactly"))
+        if exactly.get("adminAccess") is True:
+            if namespace_labels.get(ADMIN_NAMESPACE_LABEL) == "true":
+                return []
+            return [field_forbidden(f"spec.devices.requests[{i}].adminAccess",
+                                    f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` label "
+                                    "on the containing namespace")]
+    return []
 
 
 # ---- the kinds ------------------------------------------------------------------------------------------
@@ -723,8 +782,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subreso
         errs = _selectors(_d(spec).get("selectors"), "spec.selectors", stored)
         errs += _set(_l(_d(spec).get("config")), CONFIG_MAX, "spec.config", _opaque, None)
         ext = _d(spec).get("extendedResourceName")
-        if ext is not None and not is_extended_resource_name(_s(ext)):
-            errs.append(field_invalid("spec.extendedResourceName", ext, "must be a valid extended resource name"))
+        if ext is not None:
+            errs += [field_invalid("spec.extendedResourceName", ext, m) for m in extended_resource_name(_s(ext))]
         return errs
     if kind == "ResourceSlice":
         return validate_slice_spec(spec, old.get("spec") if old is not None else None)
@@ -733,7 +792,8 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subreso
             return validate_claim_spec(spec, "spec")
         if subresource == "status":
             return validate_claim_status(obj, old)
-        return [field_invalid("spec", _json(spec), IMMUTABLE)] if spec != old.get("spec") else []
+        # v1.37's declarative ``+k8s:immutable`` on ResourceClaim.spec (authoritative, beta) prints no value
+        return [field_invalid("spec", GoValue("null"), IMMUTABLE)] if spec != old.get("spec") else []
     if kind == "ResourceClaimTemplate":
         if old is not None:
             return [field_invalid("spec", _json(spec), IMMUTABLE)] if spec != old.get("spec") else []

@@ -48,8 +48,11 @@ CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
 
 def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | None, old: dict[str, Any] | None = None,
-                         strict: bool = False, subresource: str = "") -> dict[str, Any]:
-    """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422)."""
+                         strict: bool = False, subresource: str = "",
+                         namespace_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422).
+    ``namespace_labels``: the namespace's labels, for checks upstream's strategies make against the namespace
+    (DRA admin access); None skips them."""
     if kind not in NAMESPACED:
         raise bad_request(f"no kind \"{kind}\" is registered for version \"v1\" in scheme \"mockgpu\"")
     if not isinstance(obj, dict):
@@ -76,6 +79,8 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     _normalize_quantities(kind, obj)
     obj = _apply_defaults(kind, obj, old, subresource)
     errs = validate(kind, obj, old, subresource)
+    if old is None and namespace_labels is not None and kind in resourcev1.KINDS:
+        errs = resourcev1.admin_access_errors(kind, obj, namespace_labels) + errs  # upstream checks it first
     if errs:
         raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs,
                       API_VERSIONS.get(kind, "v1").rpartition("/")[0])

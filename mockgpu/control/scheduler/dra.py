@@ -17,6 +17,7 @@ either once the API call succeeded).
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -150,6 +151,12 @@ def _current(api: RawApi, ns: str, name: str) -> dict:
     return api.get_claim(ns, name)
 
 
+def _untimed(allocation: Any) -> Any:
+    if isinstance(allocation, Mapping):
+        return {k: v for k, v in allocation.items() if k != "allocationTimestamp"}
+    return allocation
+
+
 def _write(api: RawApi, claim: dict, allocation: Any, pod: Mapping, uid: str) -> None:
     meta = claim.setdefault("metadata", {})
     if meta.get("deletionTimestamp"):
@@ -163,9 +170,13 @@ def _write(api: RawApi, claim: dict, allocation: Any, pod: Mapping, uid: str) ->
             claim = api.update_claim(claim)
             status = claim.setdefault("status", {})
         status["allocation"] = allocation
-    elif allocation is not None and status.get("allocation") != allocation:
+    elif allocation is not None and _untimed(status.get("allocation")) != _untimed(allocation):
         raise PreBindError(f"claim {meta.get('namespace')}/{meta.get('name')} got allocated elsewhere in the "
                            f"meantime")
+    if status.get("allocation") and not status["allocation"].get("allocationTimestamp"):
+        # v1.37 stamps the allocation (DRADeviceBindingConditions, beta, and DRAResourceClaimDeviceStatus, GA: on)
+        status["allocation"] = {**status["allocation"], "allocationTimestamp": time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     status["reservedFor"] = [*(status.get("reservedFor") or []),
                              {"resource": "pods", "name": (pod.get("metadata") or {}).get("name", ""), "uid": uid}]
     api.update_claim(claim, status=True)
