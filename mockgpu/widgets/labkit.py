@@ -191,9 +191,6 @@ class LabCluster:
         milliseconds, on a loaded machine (x3)."""
         return seconds * 3 if self.backend == "kind" and self.control_plane else seconds
 
-    def _placed(self, manifest: Obj) -> Obj:
-        return manifest  # the client puts the backend's image on (ClusterClient.image_override)
-
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str | None = None, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
                command: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
@@ -203,10 +200,10 @@ class LabCluster:
         assert self.client is not None
         if gpus is None:
             gpus = 0 if claims or claim_templates else 1
-        return self.client.create_pod(self._placed(pod_manifest(Submission(
+        return self.client.create_pod(pod_manifest(Submission(
             scenario, gpus, resource, scheduler, name, args=tuple(args), command=tuple(command),
             node_selector=tuple((node_selector or {}).items()), claims=tuple(claims),
-            claim_templates=tuple(claim_templates)))))
+            claim_templates=tuple(claim_templates))))
 
     def apply_device_classes(self, path: str | Path = "clusters/dra/deviceclasses.yaml") -> list[str]:
         """Create (or replace) the DeviceClasses in the YAML file, as ``kubectl apply -f`` does; their names."""
@@ -227,8 +224,7 @@ class LabCluster:
         """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_job(self._placed(job_manifest(sub, parallelism=parallelism,
-                                                                completions=completions)))
+        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions))
 
     def submit_deployment(self, name: str, scenario: str = "infer", gpus: int | str = 1, *, replicas: int = 1,
                           resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
@@ -236,7 +232,7 @@ class LabCluster:
         """Create an apps/v1 Deployment of ``replicas`` pods (labelled as the lab's) and return it."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_deployment(self._placed(deployment_manifest(sub, replicas)))
+        return self.client.create_deployment(deployment_manifest(sub, replicas))
 
     def scale(self, name: str, replicas: int, namespace: str = "default") -> Obj:
         """Set a Deployment's replicas (its ``/scale`` subresource, as ``kubectl scale`` does)."""
