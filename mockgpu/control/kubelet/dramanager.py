@@ -208,25 +208,11 @@ class DRAManager:
                 for drv in info.drivers:
                     batches.setdefault(drv, []).append(info)
         for drv, infos in batches.items():
-            req = dpb.NodePrepareResourcesRequest(claims=[dpb.Claim(namespace=i.namespace, uid=i.uid, name=i.name)
-                                                          for i in infos])
-            try:
-                resp = self._stub(drv).NodePrepareResources(req, timeout=CALL_TIMEOUT)
-            except grpc.RpcError as exc:
-                raise DRAError(f"NodePrepareResources: {go_rpc_error(exc)}") from None
-            by_uid = {i.uid: i for i in infos}
-            for claim_uid, result in resp.claims.items():
-                info = by_uid.get(claim_uid)
-                if info is None:
-                    raise DRAError(f"NodePrepareResources returned result for unknown claim UID {claim_uid}")
-                if result.error:
-                    raise DRAError(f"NodePrepareResources failed for ResourceClaim {info.name}: {result.error}")
+            for info, result in self._call(drv, "NodePrepareResources", infos):
                 with self._lock:
                     info.devices = [d for d in info.devices if d.driver != drv] + [
                         PreparedDevice(drv, list(d.request_names), d.pool_name, d.device_name, list(d.cdi_device_ids))
                         for d in result.devices]
-            if len(resp.claims) != len(infos):
-                raise DRAError(f"NodePrepareResources skipped {len(infos) - len(resp.claims)} ResourceClaims")
         with self._lock:
             for infos in batches.values():
                 for info in infos:
@@ -324,26 +310,35 @@ class DRAManager:
                     self.claims.pop((info.namespace, info.name), None)
         try:
             for drv, infos in batches.items():
-                req = dpb.NodeUnprepareResourcesRequest(claims=[
-                    dpb.Claim(namespace=i.namespace, uid=i.uid, name=i.name) for i in infos])
-                try:
-                    resp = self._stub(drv).NodeUnprepareResources(req, timeout=CALL_TIMEOUT)
-                except grpc.RpcError as exc:
-                    raise DRAError(f"NodeUnprepareResources: {go_rpc_error(exc)}") from None
-                by_uid = {i.uid: i for i in infos}
-                for claim_uid, result in resp.claims.items():
-                    info = by_uid.get(claim_uid)
-                    if info is None:
-                        raise DRAError(f"NodeUnprepareResources returned result for unknown claim UID {claim_uid}")
-                    if result.error:
-                        raise DRAError(f"NodeUnprepareResources failed for ResourceClaim {info.name}: {result.error}")
-                if len(resp.claims) != len(infos):
-                    raise DRAError(f"NodeUnprepareResources skipped {len(infos) - len(resp.claims)} ResourceClaims")
+                self._call(drv, "NodeUnprepareResources", infos)
                 with self._lock:
                     for info in infos:
                         self.claims.pop((info.namespace, info.name), None)
         except DRAError as exc:
             raise DRAError(f"unprepare dynamic resources: {exc}") from None
+
+    def _call(self, drv: str, method: str, infos: list[ClaimInfo]) -> list[tuple[ClaimInfo, Any]]:
+        """One ``NodePrepareResources``/``NodeUnprepareResources`` call for ``infos`` on driver ``drv``; each
+        claim with its result, DRAError (upstream's wording) for a failed call, a claim's error, an unknown UID
+        or a claim the driver skipped."""
+        req = getattr(dpb, f"{method}Request")(claims=[dpb.Claim(namespace=i.namespace, uid=i.uid, name=i.name)
+                                                       for i in infos])
+        try:
+            resp = getattr(self._stub(drv), method)(req, timeout=CALL_TIMEOUT)
+        except grpc.RpcError as exc:
+            raise DRAError(f"{method}: {go_rpc_error(exc)}") from None
+        by_uid = {i.uid: i for i in infos}
+        out = []
+        for claim_uid, result in resp.claims.items():
+            info = by_uid.get(claim_uid)
+            if info is None:
+                raise DRAError(f"{method} returned result for unknown claim UID {claim_uid}")
+            if result.error:
+                raise DRAError(f"{method} failed for ResourceClaim {info.name}: {result.error}")
+            out.append((info, result))
+        if len(resp.claims) != len(infos):
+            raise DRAError(f"{method} skipped {len(infos) - len(resp.claims)} ResourceClaims")
+        return out
 
 
 def _go_quote(items: list[str]) -> str:
