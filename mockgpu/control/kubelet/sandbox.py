@@ -142,7 +142,10 @@ def python_binds(executable: str) -> tuple[Bind, ...]:
 
 
 def _installed_package(executable: str) -> str | None:
-    """Where ``executable`` finds ``mockgpu`` without this process's PYTHONPATH (the install's own location)."""
+    """Where ``executable`` finds ``mockgpu`` without this process's PYTHONPATH (the install's own location);
+    None without a PYTHONPATH (then it is the package this process imported: no interpreter started)."""
+    if not os.environ.get("PYTHONPATH"):
+        return None
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         out = subprocess.run([executable, "-c", "import mockgpu, os; print(os.path.dirname(mockgpu.__file__))"],
