@@ -120,8 +120,9 @@ def test_pod_waits_for_its_claim_then_gets_its_device(cluster: EmbeddedCluster, 
     assert [(a["resource"], a["deviceIds"], a["uuids"]) for a in state] == [
         ("resourceclaims/one-mig", ["gpu-1-mig-3g40gb-4"], [UUIDS["gpu-1-mig-3g40gb-4"]])]
     # the workload sees its MIG device: the CDI env names it, and the fake driver made the instance on prepare
-    log = wait_for(lambda: "CUDA devices" in (t := core.read_namespaced_pod_log("mig-user", "default")) and t,
-                   what="the workload's output")
+    # `inspect` flushes line by line: wait for its last section (nvidia-smi's output), not its first line
+    log = wait_for(lambda: (t := core.read_namespaced_pod_log("mig-user", "default")).partition("$ nvidia-smi -L\n")[2]
+                   and t, what="the workload's whole output")
     uuid = UUIDS["gpu-1-mig-3g40gb-4"]
     assert f"NVIDIA_VISIBLE_DEVICES={uuid}" in log and "CUDA devices: 1" in log
     assert f"NVIDIA A100-SXM4-80GB MIG 3g.40gb  {uuid}" in log
