@@ -1,6 +1,7 @@
 """kubectl against the embedded API server: the commands the labs and learners use, for every kubectl found.
 
-Every ``kubectl`` and ``kubectl.1.NN`` on PATH is tried for a few core commands; the rest run with the
+Every ``kubectl`` and ``kubectl.1.NN`` on PATH, and the upstream build's kubectl (the release the server
+models, from ``scripts/upstream-build``) when it has been built, is tried for a few core commands; the rest run with the
 newest one only, to keep the run short. The cluster is ``clusters/seed-4x2.yaml`` (4 nodes x 2 GPUs),
 served in-process by ``mockgpu.backends.embedded.EmbeddedCluster``.
 """
@@ -22,6 +23,8 @@ try:
 except ImportError as exc:  # pragma: no cover - only while the server package is absent
     pytest.skip(f"embedded API server not available: {exc}", allow_module_level=True)
 
+from mockgpu.backends.upstream.binaries import bin_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "clusters" / "seed-4x2.yaml"
 
@@ -37,9 +40,9 @@ def _version(path: str) -> tuple[int, int]:
 
 
 def find_kubectls() -> list[tuple[str, str]]:
-    """(id, path) for every distinct kubectl binary on PATH, oldest first."""
+    """(id, path) for every distinct kubectl binary on PATH and the upstream build's, oldest first."""
     found: dict[str, str] = {}
-    for d in os.environ.get("PATH", "").split(os.pathsep):
+    for d in [*os.environ.get("PATH", "").split(os.pathsep), str(bin_dir())]:
         if not os.path.isdir(d):
             continue
         for name in sorted(os.listdir(d)):
@@ -293,8 +296,9 @@ def test_logs_read_what_the_kubelet_wrote(newest, core, cluster, request):
 
 def test_delete_then_not_found(newest, core):
     newest.ok("create", "-f", "-", stdin=gpu_pod("doomed", "1"))
-    assert newest.ok("delete", "pod", "doomed", "--grace-period=0", "--force", timeout=60).strip().endswith(
-        'pod "doomed" force deleted')
+    out = newest.ok("delete", "pod", "doomed", "--grace-period=0", "--force", timeout=60).strip()
+    # kubectl's own wording: from 1.33 it names the namespace
+    assert re.search(r'pod "doomed" force deleted( from default namespace)?$', out), out
     r = newest("get", "pod", "doomed")
     assert r.returncode == 1 and 'pods "doomed" not found' in r.stderr
 

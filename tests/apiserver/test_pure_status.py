@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from mockgpu.backends.upstream.binaries import versions
 from mockgpu.control.apiserver import discovery, names, openapi
 from mockgpu.control.apiserver import status as st
 
@@ -99,7 +100,9 @@ def test_discovery_core_list_has_resources_short_names_and_subresources():
 
 def test_version_and_aggregated_discovery():
     info = discovery.version_info()
-    assert info["gitVersion"] == f"v{info['major']}.{info['minor']}.0-mockgpu"
+    # the release the server models is the one the upstream backend builds and runs (the oracle)
+    assert info["gitVersion"] == f"{versions()['KUBERNETES_VERSION']}-mockgpu"
+    assert info["gitVersion"].startswith(f"v{info['major']}.{info['minor']}.")
     agg = discovery.aggregated_core_discovery()
     resources = {r["resource"]: r for r in agg["items"][0]["versions"][0]["resources"]}
     assert resources["pods"]["scope"] == "Namespaced" and resources["nodes"]["scope"] == "Cluster"

@@ -84,7 +84,7 @@ def node(ready="True", unschedulable=False, labels=None):
             "spec": {"unschedulable": unschedulable},
             "status": {"conditions": [{"type": "Ready", "status": ready}] if ready else [],
                        "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}],
-                       "nodeInfo": {"kubeletVersion": "v1.32.0-mockgpu", "osImage": "mockgpu",
+                       "nodeInfo": {"kubeletVersion": "v1.37.2-mockgpu", "osImage": "mockgpu",
                                     "kernelVersion": "6.1", "containerRuntimeVersion": "mockgpu://0.1"}}}
 
 
@@ -99,7 +99,7 @@ def test_node_rows(obj, status, roles):
     assert [c["name"] for c in table["columnDefinitions"]] == [
         "Name", "Status", "Roles", "Age", "Version", "Internal-IP", "External-IP", "OS-Image", "Kernel-Version",
         "Container-Runtime"]
-    assert table["rows"][0]["cells"] == ["gpu-0", status, roles, "2m2s", "v1.32.0-mockgpu", "172.18.0.2", "<none>",
+    assert table["rows"][0]["cells"] == ["gpu-0", status, roles, "2m2s", "v1.37.2-mockgpu", "172.18.0.2", "<none>",
                                          "mockgpu", "6.1", "mockgpu://0.1"]
 
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockgpu.config import ClusterSpec, NodeSpec
+from mockgpu.control.kubelet.nodestatus import KUBELET_VERSION
 
-KUBELET_VERSION = "v1.32.0-mockgpu"
 
 
 def gpu_resources(node: NodeSpec) -> dict[str, str]:

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The Kubernetes minor whose behaviour (validation texts, printers, defaults) the server models; equal to
-#: the kubectl shipped on the dev machine (1.32) so kubectl 1.31-1.33 run inside the supported version skew.
-KUBE_MAJOR, KUBE_MINOR = "1", "32"
-GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-mockgpu"
+#: The Kubernetes release whose behaviour (validation texts, printers, defaults, scheduling) the server
+#: models: the upstream build's (``backends/upstream/versions.env``; a test keeps the two equal), so the
+#: embedded and upstream backends report the release they both are. The ``-mockgpu`` suffix says whose.
+#: kubectl prints its skew warning in ``kubectl version`` only (kubectl 1.32 warns against upstream too).
+KUBE_MAJOR, KUBE_MINOR, KUBE_PATCH = "1", "37", "2"
+GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.{KUBE_PATCH}-mockgpu"
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 

@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
+from mockgpu.control.apiserver.discovery import GIT_VERSION
 from mockgpu.config.inventory import node_inventory
 from mockgpu.deviceplugin.labels import gfd_labels
 
-KUBELET_VERSION = "v1.32.0-mockgpu"
+KUBELET_VERSION = GIT_VERSION  # the control plane's release: kubelet and API server never skew here
 KUBELET_PORT = 10250  # upstream's default; where the API server finds the kubelet's API (logs)
 NODE_LABEL = "mockgpu.io/node"  # value: the spec node name, as on kind
 POOL_LABEL = "mockgpu.io/pool"
