@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mockgpu.errors import MockgpuError
-from mockgpu.widgets.snapshot import GPU_STATE_LABEL, GPU_STATE_NAMESPACE, Obj, Snapshot
+from mockgpu.widgets.snapshot import GPU_STATE_LABEL, GPU_STATE_NAMESPACE, Obj, Snapshot, claim_name_of
 
 DEFAULT_UP_COMMAND = "mockgpu up --spec clusters/seed-4x2.yaml"
 T = TypeVar("T")
@@ -130,9 +130,9 @@ class ClusterClient:
                           label_selector=f"{GPU_STATE_LABEL}=true")["items"]
 
     def snapshot(self, namespace: str | None = None) -> Snapshot:
-        """Nodes, pods, events and GPU states, read now (pods and events of one namespace if given)."""
+        """Nodes, pods, events, GPU states and ResourceClaims, read now (of one namespace if given)."""
         return Snapshot.of(self.list_nodes(), self.list_pods(namespace), self.list_events(namespace),
-                           self.list_gpu_states())
+                           self.list_gpu_states(), claims=self.list_claims_if_served(namespace))
 
     def get_pod(self, namespace: str, name: str) -> Obj:
         return self._json(self.core.read_namespaced_pod, name, namespace)
@@ -263,6 +263,15 @@ class ClusterClient:
             return self._json(self.resource.list_namespaced_resource_claim, namespace, **kw)["items"]
         return self._json(self.resource.list_resource_claim_for_all_namespaces, **kw)["items"]
 
+    def list_claims_if_served(self, namespace: str | None = None) -> list[Obj]:
+        """The ResourceClaims, or none on a cluster that does not serve ``resource.k8s.io/v1`` (before 1.34)."""
+        try:
+            return self.list_claims(namespace)
+        except ApiRefused as exc:
+            if exc.code != 404:
+                raise
+            return []
+
     def list_claim_templates(self, namespace: str = "default") -> list[Obj]:
         return self._json(self.resource.list_namespaced_resource_claim_template, namespace)["items"]
 
@@ -276,11 +285,9 @@ class ClusterClient:
         """The pod's ResourceClaims by its claim name (``spec.resourceClaims[].name``): a named claim, or the one
         the claim controller made from a template (``status.resourceClaimStatuses``); absent while not made yet."""
         ns = pod["metadata"].get("namespace") or "default"
-        made = {s["name"]: s.get("resourceClaimName")
-                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
         out: dict[str, Obj] = {}
         for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-            name = ref.get("resourceClaimName") or made.get(ref["name"])
+            name = claim_name_of(pod, ref)
             if not name:
                 continue
             try:

@@ -6,8 +6,8 @@
 * the environment the device plugin injected: the ``NAME=value`` lines ``mockgpu-workload inspect``
   prints, and the device IDs from the node's published allocations;
 * what CUDA enumerated and what ``nvidia-smi -L`` printed inside the container (from the log);
-* for a pod with ResourceClaims (DRA), which claim and request gave which device: the scheduler's
-  ``mockgpu.io/dra-allocation`` annotation (claim → ``[{request, device}]``); the env then came from the DRA
+* for a pod with ResourceClaims (DRA), which claim and request gave which device: the claims'
+  ``status.allocation`` (as the scheduler wrote it, on every backend); the env then came from the DRA
   driver's CDI spec, not from a device plugin.
 """
 
@@ -22,6 +22,7 @@ from mockgpu.widgets.snapshot import (
     Obj,
     Snapshot,
     annotations,
+    claim_name_of,
     condition,
     gpu_requests,
     pod_key,
@@ -34,7 +35,6 @@ FILTER = "mockgpu.io/filter-result"
 SCORE = "mockgpu.io/score-result"
 FINAL = "mockgpu.io/finalscore-result"
 SELECTED = "mockgpu.io/selected-node"
-DRA_ALLOCATION = "mockgpu.io/dra-allocation"
 PASSED = "passed"
 ENV_NAMES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
              "NVIDIA_MIG_CONFIG_DEVICES")
@@ -75,7 +75,7 @@ class InspectorModel:
     container_states: Mapping[str, str] = field(default_factory=dict)  # container → "Running", "Exited 1 (Error)"
     owner: str = ""  # "Job trainer", "Deployment inference"; '' for a bare pod
     restarts: int = 0  # the kubelet's container restarts (restartCount, summed)
-    claims: tuple[tuple[str, str, str], ...] = ()  # DRA: (pod claim name, request, device), from the scheduler
+    claims: tuple[tuple[str, str, str], ...] = ()  # DRA: (pod claim name, request, device), from the claims
 
     def describe(self, by_owner: bool = False) -> str:
         """Plain text; ``by_owner`` names a controller-made pod by its owner (its own name is random)."""
@@ -99,19 +99,16 @@ class InspectorModel:
         return "\n".join(lines)
 
 
-def dra_claims(pod: Mapping) -> tuple[tuple[str, str, str], ...]:
-    """(claim, request, device) for each device the scheduler allocated to the pod's claims, in its order; ()
-    when the annotation is absent or not the JSON the scheduler writes."""
-    raw = annotations(pod).get(DRA_ALLOCATION)
-    try:
-        data = json.loads(raw) if raw else {}
-    except ValueError:
-        return ()
-    if not isinstance(data, dict):
-        return ()
-    return tuple((str(claim), str(r.get("request", "")), str(r.get("device", "")))
-                 for claim, results in sorted(data.items()) if isinstance(results, list)
-                 for r in results if isinstance(r, dict))
+def dra_claims(pod: Mapping, claims: Mapping[str, Mapping]) -> tuple[tuple[str, str, str], ...]:
+    """(pod claim name, request, device) for each device allocated to the pod's claims, in the pod's and the
+    allocation's order, from the claims' ``status.allocation`` ("namespace/name" → claim)."""
+    ns = (pod.get("metadata") or {}).get("namespace") or "default"
+    out = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        claim = claims.get(f"{ns}/{claim_name_of(pod, entry)}") or {}
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        out += [(str(entry.get("name", "")), str(r.get("request", "")), str(r.get("device", ""))) for r in results]
+    return tuple(out)
 
 
 def _table(pod: Mapping, key: str) -> dict[str, dict[str, str]]:
@@ -212,4 +209,5 @@ def inspect_pod(snap: Snapshot, key: str, log: str = "") -> InspectorModel:
     scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
     return InspectorModel(key, pod_phase(pod), node, scheduler,
                           gpu_requests(pod), rows, plugins, failed_message(pod, snap.events_for(pod)), env, allocs,
-                          cuda, smi, log, container_states(pod), pod_owner(pod), restart_count(pod), dra_claims(pod))
+                          cuda, smi, log, container_states(pod), pod_owner(pod), restart_count(pod),
+                          dra_claims(pod, snap.claims))

@@ -118,6 +118,15 @@ def condition(pod: Mapping, typ: str) -> Mapping | None:
     return None
 
 
+def claim_name_of(pod: Mapping, entry: Mapping) -> str:
+    """The ResourceClaim behind one entry of ``spec.resourceClaims``: named, or generated from a template (the
+    claim controller records it in ``status.resourceClaimStatuses``); '' while not generated yet."""
+    if entry.get("resourceClaimName"):
+        return str(entry["resourceClaimName"])
+    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    return next((str(s.get("resourceClaimName") or "") for s in statuses if s.get("name") == entry.get("name")), "")
+
+
 def parse_gpu_state(configmap: Mapping) -> Obj | None:
     """The ``state.json`` of a ``gpu-state-<node>`` ConfigMap, or None when it is missing or not JSON."""
     raw = ((configmap.get("data") or {}).get(GPU_STATE_KEY))
@@ -132,17 +141,19 @@ def parse_gpu_state(configmap: Mapping) -> Obj | None:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Nodes, pods, events and per-node GPU state as read at ``taken_at``."""
+    """Nodes, pods, events, per-node GPU state and ResourceClaims as read at ``taken_at``."""
 
     nodes: tuple[Obj, ...] = ()
     pods: tuple[Obj, ...] = ()
     events: tuple[Obj, ...] = ()
     gpu_states: Mapping[str, Obj] = field(default_factory=dict)  # node name → state.json
     taken_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    claims: Mapping[str, Obj] = field(default_factory=dict)  # "namespace/name" → ResourceClaim (DRA)
 
     @classmethod
     def of(cls, nodes: Iterable[Obj] = (), pods: Iterable[Obj] = (), events: Iterable[Obj] = (),
-           configmaps: Iterable[Obj] = (), taken_at: datetime | None = None) -> Snapshot:
+           configmaps: Iterable[Obj] = (), taken_at: datetime | None = None,
+           claims: Iterable[Obj] = ()) -> Snapshot:
         """Build from API lists; ConfigMaps that are no GPU state are ignored."""
         states = {}
         for cm in configmaps:
@@ -152,7 +163,8 @@ class Snapshot:
                 states[str(node)] = state
         nodes = sorted(nodes, key=lambda n: n["metadata"]["name"])
         pods = sorted(pods, key=pod_key)
-        return cls(tuple(nodes), tuple(pods), tuple(events), states, taken_at or datetime.now(UTC))
+        return cls(tuple(nodes), tuple(pods), tuple(events), states, taken_at or datetime.now(UTC),
+                   {pod_key(c): c for c in claims})
 
     def pod(self, key: str) -> Obj | None:
         """A pod by ``namespace/name`` (or bare name in ``default``)."""

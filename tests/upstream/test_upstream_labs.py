@@ -1,5 +1,6 @@
-"""Labs 01, 03, 04 and 07 under nbval on the real control plane (``MOCKGPU_BACKEND=upstream``): the same
-notebooks, unchanged, with the real kube-apiserver, controller manager and scheduler deciding."""
+"""Labs 01, 03, 04, 07 and 09 under nbval on the real control plane (``MOCKGPU_BACKEND=upstream``): the same
+notebooks, unchanged, with the real kube-apiserver, controller manager and scheduler deciding (lab 09: the real
+scheduler allocating ResourceClaims from the ResourceSlices of mockgpu's DRA driver)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ("01-why-is-my-4-gpu-job-pending", "03-binpacking-vs-spreading", "04-five-steps-of-allocation",
-        "07-time-slicing-and-oom-blast-radius")
+        "07-time-slicing-and-oom-blast-radius", "09-dra-vs-device-plugins")
 
 
 def test_labs_run_on_upstream(upstream_bin, tmp_path):

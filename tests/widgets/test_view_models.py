@@ -179,19 +179,33 @@ def test_inspector_reads_the_injected_env_and_what_the_container_saw_from_the_lo
     assert m.allocations[0]["deviceIds"] == [G0] and m.container_states == {"main": "Exited 0 (Completed)"}
 
 
-@pytest.mark.parametrize("annotation, claims", [
-    ('{"one-40g": [{"device": "gpu-0", "request": "gpu"}]}', (("one-40g", "gpu", "gpu-0"),)),
-    ('{"pair": [{"device": "gpu-0", "request": "gpus"}, {"device": "gpu-1", "request": "gpus"}], '
-     '"a-mig": [{"device": "gpu-2-mig-1g10gb-0", "request": "mig"}]}',
-     (("a-mig", "mig", "gpu-2-mig-1g10gb-0"), ("pair", "gpus", "gpu-0"), ("pair", "gpus", "gpu-1"))),
-    (None, ()),
-    ("not json", ()),
-    ('["a list"]', ()),
+def _claim(name: str, results: list[tuple[str, str]] | None, ns: str = "default") -> dict:
+    """A ResourceClaim as the scheduler leaves it: ``results`` (request, device) allocated, or None (not yet)."""
+    status = {} if results is None else {"allocation": {"devices": {"results": [
+        {"request": r, "driver": "gpu.mockgpu.io", "pool": "dra-0", "device": d} for r, d in results]}}}
+    return {"metadata": {"name": name, "namespace": ns}, "status": status}
+
+
+@pytest.mark.parametrize("refs, made, stored, claims", [
+    # a named claim, allocated
+    ([{"name": "gpu", "resourceClaimName": "one-40g"}], [], [_claim("one-40g", [("gpu", "gpu-0")])],
+     (("gpu", "gpu", "gpu-0"),)),
+    # two claims, in the pod's order; one from a template (the claim controller's name in the pod status)
+    ([{"name": "pair", "resourceClaimName": "pair"}, {"name": "mig", "resourceClaimTemplateName": "t"}],
+     [{"name": "mig", "resourceClaimName": "d-mig-x7k2p"}],
+     [_claim("d-mig-x7k2p", [("mig", "gpu-2-mig-1g10gb-0")]), _claim("pair", [("gpus", "gpu-0"), ("gpus", "gpu-1")])],
+     (("pair", "gpus", "gpu-0"), ("pair", "gpus", "gpu-1"), ("mig", "mig", "gpu-2-mig-1g10gb-0"))),
+    # not allocated yet; the template's claim not made yet; a claim of the same name in another namespace
+    ([{"name": "gpu", "resourceClaimName": "one-40g"}], [], [_claim("one-40g", None)], ()),
+    ([{"name": "mig", "resourceClaimTemplateName": "t"}], [], [_claim("d-mig-x7k2p", [("mig", "gpu-2")])], ()),
+    ([{"name": "gpu", "resourceClaimName": "one-40g"}], [], [_claim("one-40g", [("gpu", "gpu-0")], "other")], ()),
+    ([], [], [], ()),  # no claims: a device-plugin pod
 ])
-def test_inspector_names_the_claim_and_request_that_gave_each_dra_device(annotation, claims):
-    ann = {"mockgpu.io/dra-allocation": annotation} if annotation is not None else {}
-    p = pod("d", 0, node="dra-0", phase="Running", annotations=ann)
-    m = inspect_pod(Snapshot.of([], [p]), "d", INSPECT_LOG)
+def test_inspector_names_the_claim_and_request_that_gave_each_dra_device(refs, made, stored, claims):
+    p = pod("d", 0, node="dra-0", phase="Running")
+    p["spec"]["resourceClaims"] = refs
+    p["status"]["resourceClaimStatuses"] = made
+    m = inspect_pod(Snapshot.of([], [p], claims=stored), "d", INSPECT_LOG)
     assert m.claims == claims
     html = inspector_html(m)
     assert ("Allocated through DRA" in html) == bool(claims)

@@ -15,7 +15,6 @@ from mockgpu.config import ClusterSpec, NodeSpec
 from mockgpu.control.kubelet.nodestatus import KUBELET_VERSION
 
 
-
 def gpu_resources(node: NodeSpec) -> dict[str, str]:
     """Extended resources for the node's GPUs: ``nvidia.com/gpu`` = the physical GPU count, for now."""
     if node.gpu is None or node.gpu.count == 0:

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
-from mockgpu.control.apiserver.discovery import GIT_VERSION
 from mockgpu.config.inventory import node_inventory
+from mockgpu.control.apiserver.discovery import GIT_VERSION
 from mockgpu.deviceplugin.labels import gfd_labels
 
 KUBELET_VERSION = GIT_VERSION  # the control plane's release: kubelet and API server never skew here
