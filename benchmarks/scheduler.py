@@ -7,14 +7,23 @@ every pod is bound). 100 KWOK-style nodes with 8 GPUs each are created through t
 one profile, ``bench-scheduler`` (upstream's default plugins), named by the benchmark's pods. Time runs from
 the first create until the watch has seen every pod bound. Figures are medians; a fresh cluster per run.
 
-    python benchmarks/scheduler.py [--runs 3] [--pods 800] [--nodes 100] [--gpus 8] [--profile]
+``--peer upstream`` measures the real thing in the same run, interleaved: the same nodes and pods on the
+upstream backend's control plane (kube-apiserver + etcd, kube-controller-manager, and the real kube-scheduler
+v1.37.2 running the same ``bench-scheduler`` profile of default plugins, at ``-v=1``). Its client rate limit
+is raised from the default (qps 50, burst 100, which alone caps binding at about 50 pods/s) to 5000, so the
+ratio compares the two control planes, not a configured throttle.
+
+    python benchmarks/scheduler.py [--runs 3] [--pods 800] [--nodes 100] [--gpus 8] [--profile] [--peer upstream]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import json
 import multiprocessing as mp
+import os
 import pstats
 import statistics
 import sys
@@ -29,12 +38,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mockgpu.backends.embedded import EmbeddedCluster  # noqa: E402
+from mockgpu.backends.upstream import UpstreamCluster  # noqa: E402
+from mockgpu.backends.upstream.binaries import missing  # noqa: E402
 from mockgpu.control.scheduler import Scheduler  # noqa: E402
 from mockgpu.control.scheduler.api import RawApi, watch_events  # noqa: E402
 from mockgpu.sched.config import parse_config  # noqa: E402
 
 PROFILE = "bench-scheduler"
-CPU: list[float] = []  # scheduler-process CPU ms per pod, per run
+CPU: dict[str, list[float]] = {"embedded": [], "upstream": []}  # scheduler-process CPU ms per pod, per run
+PEER_CONFIG = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+               "clientConnection": {"qps": 5000, "burst": 5000}, "profiles": [{"schedulerName": PROFILE}]}
 
 
 def node(i: int, gpus: int) -> dict:
@@ -114,6 +127,59 @@ def serve(home: str, name: str, out: mp.Queue, stop: Any) -> None:
         stop.wait()
 
 
+def serve_upstream(home: str, name: str, out: mp.Queue, stop: Any) -> None:
+    """Child process: the real control plane, no kubelets (an empty spec), until ``stop`` is set."""
+    config = Path(home) / f"{name}-scheduler.yaml"
+    config.write_text(json.dumps(PEER_CONFIG))
+    with UpstreamCluster(None, name=name, home=home, delete_on_exit=True, scheduler_config=config,
+                         scheduler_verbosity=1) as cluster:
+        out.put((cluster.url, str(cluster.state.cert_file), cluster.token, str(cluster.state.dir)))
+        stop.wait()
+
+
+def _cpu_seconds(marker: str) -> float:
+    """User+system CPU of the kube-scheduler process whose command line names ``marker`` (its state folder)."""
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            if cmd and cmd[0].endswith(b"kube-scheduler") and any(marker.encode() in a for a in cmd):
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    raise SystemExit(f"no kube-scheduler process of {marker}")
+
+
+def peer_run(home: Path, run: int, nodes: int, gpus: int, n: int) -> float:
+    ctx = mp.get_context("spawn")
+    out, stop = ctx.Queue(), ctx.Event()
+    server = ctx.Process(target=serve_upstream, args=(str(home), f"bench-peer-{run}", out, stop))
+    server.start()
+    try:
+        url, ca, token, state_dir = out.get(timeout=300)
+        api = _client(url, ca, token)
+        for i in range(nodes):
+            api.request("POST", "/api/v1/nodes", body=node(i, gpus))
+        time.sleep(2.0)  # the scheduler's node informer (no way to ask it; kube-scheduler sees them in ms)
+        users = ctx.Process(target=drive, args=(url, ca, token, n, (result := ctx.Queue())))
+        cpu0 = _cpu_seconds(state_dir)
+        users.start()
+        created, elapsed, bound = result.get(timeout=600)
+        cpu = _cpu_seconds(state_dir) - cpu0
+        users.join(30)
+        api.client.close()
+        if elapsed is None:
+            raise SystemExit(f"upstream: only {bound}/{n} pods bound")
+        print(f"run {run} (kube-scheduler): {n} pods on {nodes}x{gpus} GPUs: created in {created:.2f}s, all bound "
+              f"after {elapsed:.2f}s -> {n / elapsed:.0f} pods/s; kube-scheduler CPU {cpu / n * 1000:.2f} ms/pod",
+              flush=True)
+        CPU["upstream"].append(cpu / n * 1000)
+        return n / elapsed
+    finally:
+        stop.set()
+        server.join(60)
+        if server.is_alive():
+            server.terminate()
+
+
 def one_run(home: Path, run: int, nodes: int, gpus: int, n: int, profile: bool) -> float:
     ctx = mp.get_context("spawn")
     out, stop = ctx.Queue(), ctx.Event()
@@ -158,7 +224,7 @@ def _measure(url: str, ca: str, token: str, run: int, nodes: int, gpus: int, n: 
         print(f"run {run}: {n} pods on {nodes}x{gpus} GPUs: created in {created:.2f}s, all bound after "
               f"{elapsed:.2f}s -> {n / elapsed:.0f} pods/s; scheduler process CPU {cpu / n * 1000:.2f} ms/pod, "
               f"of which schedule_one {sched.cycle_seconds / n * 1000:.2f} ms ({sched.cycles} cycles)", flush=True)
-        CPU.append(cpu / n * 1000)
+        CPU["embedded"].append(cpu / n * 1000)
         return n / elapsed
     finally:
         sched.stop()
@@ -174,15 +240,26 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--profile", action="store_true", help="cProfile the scheduler's loop thread in the first run")
+    ap.add_argument("--peer", choices=("upstream",), help="also measure the real control plane, runs interleaved")
     args = ap.parse_args()
     if args.pods > args.nodes * args.gpus:
         ap.error("--pods must fit: at most nodes x gpus one-GPU pods")
+    if args.peer and (problem := missing()):
+        ap.error(problem)
+    rates: list[float] = []
+    peers: list[float] = []
     with tempfile.TemporaryDirectory(prefix="mockgpu-bench-sched-") as tmp:
-        rates = [one_run(Path(tmp), r, args.nodes, args.gpus, args.pods, args.profile and r == 0)
-                 for r in range(args.runs)]
+        for r in range(args.runs):
+            rates.append(one_run(Path(tmp), r, args.nodes, args.gpus, args.pods, args.profile and r == 0))
+            if args.peer:
+                peers.append(peer_run(Path(tmp), r, args.nodes, args.gpus, args.pods))
+    what = f"({args.nodes} nodes x {args.gpus} GPUs, {args.pods} one-GPU pods, {args.runs} runs)"
     print(f"median: {statistics.median(rates):.0f} pods/s scheduled end to end, scheduler process CPU "
-          f"{statistics.median(CPU):.2f} ms/pod ({args.nodes} nodes x {args.gpus} GPUs, {args.pods} one-GPU pods, "
-          f"{args.runs} runs)")
+          f"{statistics.median(CPU['embedded']):.2f} ms/pod {what}")
+    if peers:
+        print(f"median, kube-scheduler on the real control plane: {statistics.median(peers):.0f} pods/s, "
+              f"kube-scheduler CPU {statistics.median(CPU['upstream']):.2f} ms/pod; embedded / upstream: "
+              f"{statistics.median(r / p for r, p in zip(rates, peers, strict=True)):.2f}x (median of per-run ratios)")
     return 0
 
 
