@@ -9,7 +9,11 @@ Reports, as medians / percentiles over several runs:
 Clients are aiohttp with plain JSON (not the official client, whose model layer would dominate the
 figures); everything runs on 127.0.0.1 and stops by itself.
 
-    python benchmarks/apiserver.py [--runs 5] [--latency-pods 300] [--creates 2000]
+``--peer upstream`` measures the real thing in the same run: ``mockgpu up --backend upstream`` of the same
+spec, and the same latency and create figures against kube-apiserver v1.37.2 + etcd (the upstream backend's
+control plane, no kubelets), then prints embedded/upstream ratios.
+
+    python benchmarks/apiserver.py [--runs 5] [--latency-pods 300] [--creates 2000] [--peer upstream]
 """
 
 from __future__ import annotations
@@ -38,11 +42,11 @@ def mockgpu(home: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=120, check=True)
 
 
-def bench_up(home: Path, runs: int) -> list[float]:
+def bench_up(home: Path, runs: int, backend: str = "embedded") -> list[float]:
     times = []
     for i in range(runs):
         t0 = time.perf_counter()
-        mockgpu(home, "up", "--spec", str(SPEC), "--name", f"bench-up-{i}")
+        mockgpu(home, "up", "--spec", str(SPEC), "--name", f"bench-up-{i}", "--backend", backend)
         times.append(time.perf_counter() - t0)
         mockgpu(home, "down", "--name", f"bench-up-{i}")
     return times
@@ -107,32 +111,59 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+def bench_server(who: str, url: str, token: str, ca: str, args: argparse.Namespace) -> tuple[float, float]:
+    """Latency and creates/s against one API server; prints them; returns (p50 latency s, median creates/s)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    ctx = ssl.create_default_context(cafile=ca)
+    lats = asyncio.run(bench_latency(url, headers, ctx, args.latency_pods))
+    print(f"{who}: create -> watch event (pods, n={len(lats)}): p50 {pct(lats, 50) * 1000:.2f} ms, "
+          f"p99 {pct(lats, 99) * 1000:.2f} ms", flush=True)
+    rates = [asyncio.run(bench_creates(url, headers, ctx, args.creates, run)) for run in range(3)]
+    print(f"{who}: sustained pod creates, 8 concurrent clients: median {statistics.median(rates):.0f}/s "
+          f"(runs: {', '.join(f'{r:.0f}' for r in rates)}; {args.creates} pods each)", flush=True)
+    return pct(lats, 50), statistics.median(rates)
+
+
+def report_up(who: str, ups: list[float]) -> float:
+    print(f"{who}: mockgpu up -> ready (seed-4x2, fresh): median {statistics.median(ups) * 1000:.0f} ms "
+          f"(min {min(ups) * 1000:.0f}, max {max(ups) * 1000:.0f}, n={len(ups)})", flush=True)
+    return statistics.median(ups)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--latency-pods", type=int, default=300)
     ap.add_argument("--creates", type=int, default=2000)
+    ap.add_argument("--peer", choices=("upstream",), help="also measure kube-apiserver + etcd in the same run")
     args = ap.parse_args()
+    if args.peer:
+        from mockgpu.backends.upstream.binaries import missing
+
+        if problem := missing():
+            ap.error(problem)
     with tempfile.TemporaryDirectory(prefix="mockgpu-bench-") as tmp:
         home = Path(tmp)
-        ups = bench_up(home, args.runs)
-        print(f"mockgpu up -> ready (seed-4x2, fresh): median {statistics.median(ups) * 1000:.0f} ms "
-              f"(min {min(ups) * 1000:.0f}, max {max(ups) * 1000:.0f}, n={len(ups)})")
-        kubeconfig = mockgpu(home, "up", "--spec", str(SPEC)).stdout.strip().splitlines()[-1]
+        up = report_up("embedded", bench_up(home, args.runs))
+        mockgpu(home, "up", "--spec", str(SPEC))
         try:
             cfg = json.loads((home / "seed-4x2" / "cluster.json").read_text())
             endpoint = json.loads((home / "seed-4x2" / "endpoint.json").read_text())
-            url = f"https://127.0.0.1:{endpoint['port']}"
-            headers = {"Authorization": f"Bearer {cfg['token']}"}
-            ctx = ssl.create_default_context(cafile=str(home / "seed-4x2" / "apiserver.crt"))
-            lats = asyncio.run(bench_latency(url, headers, ctx, args.latency_pods))
-            print(f"create -> watch event (pods, n={len(lats)}): p50 {pct(lats, 50) * 1000:.2f} ms, "
-                  f"p99 {pct(lats, 99) * 1000:.2f} ms")
-            rates = [asyncio.run(bench_creates(url, headers, ctx, args.creates, run)) for run in range(3)]
-            print(f"sustained pod creates, 8 concurrent clients: median {statistics.median(rates):.0f}/s "
-                  f"(runs: {', '.join(f'{r:.0f}' for r in rates)}; {args.creates} pods each; kubeconfig {kubeconfig})")
+            ours = bench_server("embedded", f"https://127.0.0.1:{endpoint['port']}", cfg["token"],
+                                str(home / "seed-4x2" / "apiserver.crt"), args)
         finally:
             mockgpu(home, "down", "--name", "seed-4x2")
+        if not args.peer:
+            return 0
+        sys.path.insert(0, str(ROOT))
+        from mockgpu.backends.upstream import UpstreamCluster
+
+        peer_up = report_up("upstream", bench_up(home, args.runs, "upstream"))
+        with UpstreamCluster(None, name="bench-peer", home=home, delete_on_exit=True) as cluster:
+            theirs = bench_server("upstream (kube-apiserver + etcd)", cluster.url, cluster.token,
+                                  str(cluster.state.cert_file), args)
+        print(f"embedded / upstream: up {up / peer_up:.2f}x the time, create->watch p50 {ours[0] / theirs[0]:.2f}x "
+              f"the latency, creates/s {ours[1] / theirs[1]:.2f}x the rate")
     return 0
 
 
