@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -78,6 +78,23 @@ WAIT_UNTIL: dict[str, Callable[[Obj], bool]] = {
     "running": lambda p: pod_phase(p) in ("Running", "Succeeded", "Failed"),
     "finished": lambda p: pod_phase(p) in ("Succeeded", "Failed"),
 }
+
+
+T = TypeVar("T")
+
+
+def _poll(fn: Callable[[], T], ok: Callable[[T], bool], timeout: float) -> tuple[T, bool]:
+    """Call ``fn`` until ``ok(result)`` or ``timeout`` seconds, backing off from 20 ms to 200 ms: (the last
+    result, whether it was ok)."""
+    deadline, delay = time.monotonic() + timeout, 0.02
+    result = fn()
+    while not ok(result):
+        if time.monotonic() > deadline:
+            return result, False
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.2)
+        result = fn()
+    return result, True
 
 
 def scheduler_profiles(spec: Any) -> list[str]:
@@ -257,16 +274,12 @@ class LabCluster:
         """Poll until the Job/Deployment has ``count`` pods and ``until`` holds for each; MockgpuError on
         timeout. The pods come oldest first; their names are random, so print roles, not names."""
         check, timeout = self._check(until), self._timeout(timeout)
-        deadline, delay = time.monotonic() + timeout, 0.02
-        while True:
-            pods = self.pods_of(kind, name, namespace)
-            if len(pods) == count and all(check(p) for p in pods):
-                return pods
-            if time.monotonic() > deadline:
-                raise MockgpuError(f"{kind} {namespace}/{name}: {len(pods)} pods, not {count} {until} after "
-                                   f"{timeout:g}s (phases {', '.join(pod_phase(p) for p in pods) or '-'})")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
+        pods, ok = _poll(lambda: self.pods_of(kind, name, namespace),
+                         lambda pods: len(pods) == count and all(check(p) for p in pods), timeout)
+        if not ok:
+            raise MockgpuError(f"{kind} {namespace}/{name}: {len(pods)} pods, not {count} {until} after "
+                               f"{timeout:g}s (phases {', '.join(pod_phase(p) for p in pods) or '-'})")
+        return pods
 
     def _check(self, until: str) -> Callable[[Obj], bool]:
         check = WAIT_UNTIL[until]
@@ -278,29 +291,16 @@ class LabCluster:
     def wait(self, name: str, until: str = "decided", timeout: float = 20.0, namespace: str = "default") -> Obj:
         """Poll the pod until ``until`` (decided | bound | running | finished) holds; MockgpuError on timeout."""
         assert self.client is not None
-        check, timeout = self._check(until), self._timeout(timeout)
-        deadline, delay = time.monotonic() + timeout, 0.02
-        while True:
-            pod = self.client.get_pod(namespace, name)
-            if check(pod):
-                return pod
-            if time.monotonic() > deadline:
-                raise MockgpuError(f"pod {namespace}/{name} not {until} after {timeout:g}s "
-                                   f"(phase {pod_phase(pod)})")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
+        client, check, timeout = self.client, self._check(until), self._timeout(timeout)
+        pod, ok = _poll(lambda: client.get_pod(namespace, name), check, timeout)
+        if not ok:
+            raise MockgpuError(f"pod {namespace}/{name} not {until} after {timeout:g}s (phase {pod_phase(pod)})")
+        return pod
 
     def eventually(self, fn: Callable[[], Any], ok: Callable[[Any], bool] = bool, timeout: float = 10.0) -> Any:
         """Call ``fn`` until ``ok(result)``; the last result after ``timeout`` seconds (e.g. GPU state that is
         published every second catching up with a pod that just started)."""
-        timeout = self._timeout(timeout)
-        deadline, delay = time.monotonic() + timeout, 0.02
-        result = fn()
-        while not ok(result) and time.monotonic() < deadline:
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
-            result = fn()
-        return result
+        return _poll(fn, ok, self._timeout(timeout))[0]
 
     def clear(self, namespace: str = "default", timeout: float = 15.0) -> None:
         """Delete the lab's Jobs and Deployments and the namespace's pods, and wait until the API has none left
