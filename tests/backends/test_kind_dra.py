@@ -262,3 +262,22 @@ def test_a_local_node_image_without_cdi_is_refused_for_dra_specs(tmp_path, dra, 
     with pytest.raises(MockgpuError, match=r"node image mockgpu/kind-node:test has no label mockgpu.node-image.cdi"):
         backend.up(UpOptions(spec=dra, name="t"))
     assert not runner.called("kind", "create", "cluster") and not runner.called("docker", "build")
+
+
+@pytest.mark.parametrize("name", ["dra", "workshop"])
+def test_the_gpu_state_publisher_reads_claims_only_where_there_are_dra_pools(name):
+    docs = _docs(spec_at(ROOT / "clusters" / f"{name}.yaml"))
+    pod = _get(docs, "DaemonSet", "mockgpu-device-plugin")["spec"]["template"]["spec"]
+    publisher = next(c for c in pod["containers"] if c["name"] == "gpu-state-publisher")
+    script = publisher["command"][-1]
+    cdi = [m for m in publisher["volumeMounts"] if m["name"] == "cdi"]
+    if name == "workshop":
+        assert "--cdi-dir" not in script and not cdi and not any(v["name"] == "cdi" for v in pod["volumes"])
+        assert not [d for d in docs if d["metadata"]["name"] == "mockgpu-gpu-state-claims"]
+        return
+    assert script.endswith(f" --spec /etc/mockgpu/spec.yaml --cdi-dir {CDI_DIR}\n") and script.count("\n") == 2
+    assert cdi == [{"name": "cdi", "mountPath": CDI_DIR, "readOnly": True}]
+    role = _get(docs, "ClusterRole", "mockgpu-gpu-state-claims")
+    assert role["rules"] == [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]}]
+    binding = _get(docs, "ClusterRoleBinding", "mockgpu-gpu-state-claims")
+    assert binding["subjects"][0]["name"] == pod["serviceAccountName"] == "mockgpu-device-plugin"

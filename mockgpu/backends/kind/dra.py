@@ -88,6 +88,20 @@ def dra_rbac(namespace: str) -> list[dict[str, Any]]:
     return [sa, role, binding]
 
 
+def gpu_state_rbac(namespace: str, service_account: str) -> list[dict[str, Any]]:
+    """ClusterRole(+Binding) ``mockgpu-gpu-state-claims``: the device-plugin pods' GPU-state publisher reads
+    ResourceClaims (get, list) to show which claim holds which device."""
+    name = "mockgpu-gpu-state-claims"
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(name, None),
+            "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]}]}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": _meta(name, None),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+    }
+    return [role, binding]
+
+
 def dra_daemonset(nodes: list[str], *, image: str, pull_policy: str, namespace: str, config_volume: dict[str, Any],
                   config_mount: str, security: dict[str, Any]) -> dict[str, Any]:
     """The kubelet-plugin DaemonSet, only on the spec nodes named in ``nodes`` (those with DRA GPUs)."""

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from mockgpu.backends.kind.config import DRIVER_DIR, check_gpu_management
-from mockgpu.backends.kind.dra import device_classes, dra_daemonset, dra_nodes, dra_rbac
+from mockgpu.backends.kind.dra import CDI_DIR, device_classes, dra_daemonset, dra_nodes, dra_rbac, gpu_state_rbac
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
 
@@ -193,16 +193,32 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
 
 
 def dra_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
-    """The DRA driver's objects for the spec's DRA nodes ([] when it has none), after the device plugin's."""
+    """The DRA driver's objects for the spec's DRA nodes ([] when it has none), after the device plugin's, and
+    what lets the GPU-state publisher read claims."""
     nodes = dra_nodes(spec)
     if not nodes:
         return []
     ds = dra_daemonset(nodes, image=opts.image, pull_policy=opts.pull_policy, namespace=NAMESPACE,
                        config_volume=_volumes(opts.node_names)[-1], config_mount=SPEC_MOUNT, security=_security())
-    return [*dra_rbac(NAMESPACE), ds, *device_classes()]
+    return [*dra_rbac(NAMESPACE), *gpu_state_rbac(NAMESPACE, SERVICE_ACCOUNT), ds, *device_classes()]
+
+
+def publisher_reads_claims(ds: dict[str, Any]) -> dict[str, Any]:
+    """The device-plugin DaemonSet of a spec with DRA pools: its GPU-state publisher also lists the devices of
+    prepared claims (``--spec``, ``--cdi-dir``: the CDI directory read-only)."""
+    pod = ds["spec"]["template"]["spec"]
+    publisher = next(c for c in pod["containers"] if c["name"] == "gpu-state-publisher")
+    script = publisher["command"][-1].rstrip("\n")
+    publisher["command"][-1] = f"{script} --spec {SPEC_MOUNT}/spec.yaml --cdi-dir {CDI_DIR}\n"
+    publisher["volumeMounts"].append({"name": "cdi", "mountPath": CDI_DIR, "readOnly": True})
+    pod["volumes"].append({"name": "cdi", "hostPath": {"path": CDI_DIR, "type": "DirectoryOrCreate"}})
+    return ds
 
 
 def plugin_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
     """Every object, in apply order; ConfigError for DRA pools where the DRA driver is not deployed."""
     check_gpu_management(spec, dra_driver=opts.dra)
-    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), daemonset(opts), *dra_manifests(spec, opts)]
+    plugin = daemonset(opts)
+    if dra_nodes(spec):
+        plugin = publisher_reads_claims(plugin)
+    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), plugin, *dra_manifests(spec, opts)]
