@@ -278,6 +278,7 @@ def test_the_gpu_state_publisher_reads_claims_only_where_there_are_dra_pools(nam
     assert script.endswith(f" --spec /etc/mockgpu/spec.yaml --cdi-dir {CDI_DIR}\n") and script.count("\n") == 2
     assert cdi == [{"name": "cdi", "mountPath": CDI_DIR, "readOnly": True}]
     role = _get(docs, "ClusterRole", "mockgpu-gpu-state-claims")
-    assert role["rules"] == [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]}]
+    assert role["rules"] == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]}]
     binding = _get(docs, "ClusterRoleBinding", "mockgpu-gpu-state-claims")
     assert binding["subjects"][0]["name"] == pod["serviceAccountName"] == "mockgpu-device-plugin"
