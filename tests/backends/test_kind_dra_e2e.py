@@ -82,11 +82,16 @@ spec:
   terminationGracePeriodSeconds: 1
   resourceClaims: [{{name: g, resourceClaimName: migs}}]
   containers:
-  - name: w
+  - name: small
     image: {image}
     imagePullPolicy: Never
     command: ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: g}}]}}
+    resources: {{claims: [{{name: g, request: small}}]}}
+  - name: large
+    image: {image}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
+    resources: {{claims: [{{name: g, request: large}}]}}
 ---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
@@ -215,7 +220,7 @@ def test_claims_are_allocated_prepared_and_applied_by_containerds_cdi(dra_kind):
     assert spec["kind"] == "gpu.mockgpu.io/gpu" and spec["devices"][0]["containerEdits"]["env"] == [
         f"NVIDIA_VISIBLE_DEVICES={uuid}"]
 
-    # two MIG placements of one card: same parent, memory slices that do not overlap, both UUIDs in the container
+    # two MIG placements of one card: same parent, memory slices that do not overlap
     migs = get(dra_kind, "resourceclaim", "migs")
     results = migs["status"]["allocation"]["devices"]["results"]
     by_request = {r["request"]: devs[(r["pool"], r["device"])] for r in results}
@@ -227,8 +232,13 @@ def test_claims_are_allocated_prepared_and_applied_by_containerds_cdi(dra_kind):
         return set(range(d["placementStart"], d["placementStart"] + d["placementSize"]))
 
     assert not slots(small) & slots(large)
-    log = wait_for("migs' log", lambda: kubectl(dra_kind, "logs", "migs").strip(), 30)
-    assert sorted(log.split(",")) == sorted([small["uuid"], large["uuid"]])
+    # each container names one request: the kubelet hands it that request's CDI device only
+    for name, dev in (("small", small), ("large", large)):
+        log = wait_for(f"migs/{name}'s log", lambda n=name: kubectl(dra_kind, "logs", "migs", "-c", n).strip(), 30)
+        assert log == dev["uuid"]
+    # the MIG instance exists in the node's fake driver while the claim is prepared (nvidia-smi in the container)
+    smi = kubectl(dra_kind, "exec", "migs", "-c", "small", "--", "nvidia-smi", "-L")
+    assert f"MIG {small['profile']}" in smi and f"(UUID: {small['uuid']})" in smi, smi
 
     # five GPUs: no node has them; kube-scheduler's own message
     def failed():
