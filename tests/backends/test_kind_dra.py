@@ -282,3 +282,11 @@ def test_the_gpu_state_publisher_reads_claims_only_where_there_are_dra_pools(nam
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]}]
     binding = _get(docs, "ClusterRoleBinding", "mockgpu-gpu-state-claims")
     assert binding["subjects"][0]["name"] == pod["serviceAccountName"] == "mockgpu-device-plugin"
+
+
+def test_fake_gpu_operator_with_dra_pools_fails_before_any_command(tmp_path, dra):
+    runner = FakeRunner(DraCluster(_slices({})))
+    backend = KindBackend(runner=runner, out=io.StringIO(), state_root=tmp_path)
+    with pytest.raises(ConfigError, match=r"'dra' needs the DRA driver: fake-gpu-operator has no DRA driver"):
+        backend.up(UpOptions(spec=dra, name="t", device_plugin="fake-gpu-operator"))
+    assert runner.calls == [] and not (tmp_path / "t").exists()
