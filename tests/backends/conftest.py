@@ -13,12 +13,13 @@ from mockgpu.backends.kind.run import Result, Runner
 from mockgpu.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-# The specs a kind cluster can be made from: not those with DRA pools (the kind backend refuses them, see
-# test_kind_config.py), e.g. clusters/dra.yaml.
+# Every spec renders for kind; those with DRA pools (e.g. clusters/dra.yaml) are refused with fake-gpu-operator and
+# by the kubeconfig backend, which deploy no DRA driver (test_kind_dra.py), hence DEVICE_PLUGIN_SPECS.
 DRA_SPECS = sorted(p for p in (ROOT / "clusters").glob("*.yaml") if "management: dra" in p.read_text()
                    or "management: both" in p.read_text())
-SPECS = sorted(p for p in (ROOT / "clusters").glob("*.yaml") if p not in DRA_SPECS)
+SPECS = sorted((ROOT / "clusters").glob("*.yaml"))
 SPEC_IDS = [p.stem for p in SPECS]
+DEVICE_PLUGIN_SPECS = [p for p in SPECS if p not in DRA_SPECS]
 # A fixed host folder so rendered output does not depend on $HOME; golden files use it.
 STATE_DIR = Path("/var/tmp/mockgpu-state")
 UPDATE_GOLDEN = os.environ.get("MOCKGPU_UPDATE_GOLDEN") == "1"

@@ -20,7 +20,7 @@ from mockgpu.backends.kind.images import NODE_IMAGES, node_image
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.errors import ConfigError, MockgpuError
 
-from .conftest import DRA_SPECS, SPEC_IDS, SPECS, STATE_DIR, spec_at
+from .conftest import DEVICE_PLUGIN_SPECS, SPEC_IDS, SPECS, STATE_DIR, spec_at
 
 _MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 # The fields of kind's v1alpha4 types (pkg/apis/config/v1alpha4/types.go) this backend may emit; any
@@ -71,8 +71,9 @@ def _spec(pool: dict) -> object:
                        "spec": {"nodePools": [pool]}})
 
 
-@pytest.mark.parametrize("plugin", ["mockgpu", "fake-gpu-operator"])
-@pytest.mark.parametrize("path", SPECS, ids=SPEC_IDS)
+@pytest.mark.parametrize(("path", "plugin"), [
+    *((p, "mockgpu") for p in SPECS), *((p, "fake-gpu-operator") for p in DEVICE_PLUGIN_SPECS)],
+    ids=[*(f"{i}-mockgpu" for i in SPEC_IDS), *(f"{p.stem}-fake-gpu-operator" for p in DEVICE_PLUGIN_SPECS)])
 def test_kind_config_matches_kinds_schema(path, plugin):
     spec = spec_at(path)
     config = _render(spec, device_plugin=plugin)
@@ -120,12 +121,6 @@ def test_a_one_node_cluster_keeps_kubeadms_control_plane_taint_for_kind_to_remov
     assert yaml.safe_load(patch)["nodeRegistration"]["taints"] == [
         {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
         {"key": "k", "value": "v", "effect": "NoSchedule"}]
-
-
-def test_kind_refuses_dra_pools_with_one_line_naming_the_field():
-    (path,) = DRA_SPECS  # clusters/dra.yaml
-    with pytest.raises(ConfigError, match=r"gpu\.management.*'dra' needs the DRA driver, which the kind backend"):
-        _render(spec_at(path))
 
 
 def test_a_spec_without_nodes_gets_kinds_own_control_plane():

@@ -24,9 +24,15 @@ K8S = sorted(NODE_IMAGES)
 
 def _all_manifests(spec):
     kind = cluster_manifests(UpOptions(spec=spec, name=spec.name))
+    if _has_dra(spec):
+        return kind  # fake-gpu-operator and the kubeconfig backend refuse DRA pools (test_kind_dra.py)
     fgo = cluster_manifests(UpOptions(spec=spec, name=spec.name, device_plugin="fake-gpu-operator"))
     node_map = {f"node-{i}": n.name for i, n in enumerate(spec.nodes())}
     return [*kind, *fgo, *render_manifests(spec, node_map)]
+
+
+def _has_dra(spec):
+    return any(n.gpu is not None and n.gpu.dra_gpus() for n in spec.nodes())
 
 
 @pytest.mark.parametrize("version", K8S)
@@ -39,7 +45,7 @@ def test_manifests_validate_against_kubernetes_schemas(path, version):
 
 
 def test_the_validator_does_catch_a_bad_field(workshop):
-    ds = cluster_manifests(UpOptions(spec=workshop, name="workshop"))[-1]
+    ds = _by_kind(cluster_manifests(UpOptions(spec=workshop, name="workshop")), "DaemonSet")
     ds["spec"]["template"]["spec"]["containers"][0]["imagePulPolicy"] = "Never"  # typo on purpose
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(ds, K8S[-1], strict=True)

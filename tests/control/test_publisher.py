@@ -131,3 +131,53 @@ def test_cluster_inputs_from_a_kubelet_checkpoint(tmp_path: Path) -> None:
     inputs = ClusterInputs(core, "kind-worker", ckpt, drv.dir)()
     assert inputs.allocations == (DeviceAllocation("default", "job", "main", "nvidia.com/gpu", (f"{g1}::2",), (g1,)),)
     assert set(inputs.replicas.values()) == {4}
+
+
+# --- DRA on a real kubelet (kind): the devices of prepared claims, as the embedded kubelet lists them ----------
+def _dra_pod(claims=(("gpu", "one-40g", None),), containers=(("main", (("gpu", ""),)),), generated=()):
+    """claims: (entry, resourceClaimName or None, template); containers: (name, ((entry, request), ...))."""
+    return {"metadata": {"namespace": "default", "name": "p", "uid": "pod-1"},
+            "spec": {"resourceClaims": [{"name": e, **({"resourceClaimName": n} if n else
+                                                       {"resourceClaimTemplateName": t})} for e, n, t in claims],
+                     "containers": [{"name": c, "resources": {"claims": [
+                         {"name": e, **({"request": r} if r else {})} for e, r in refs]}} for c, refs in containers]},
+            "status": {"resourceClaimStatuses": [{"name": e, "resourceClaimName": n} for e, n in generated]}}
+
+
+def _dra_claim(name, uid, results, pool="dra-0"):
+    return {"metadata": {"name": name, "uid": uid}, "status": {"allocation": {"devices": {"results": [
+        {"request": r, "driver": "gpu.mockgpu.io", "pool": pool, "device": d} for r, d in results]}}}}
+
+
+UUIDS = {"gpu-0": "GPU-0", "gpu-1": "GPU-1", "gpu-3-mig-1g10gb-0": "MIG-3"}
+
+
+@pytest.mark.parametrize(("pod", "claims", "prepared", "want"), [
+    (_dra_pod(), {"one-40g": _dra_claim("one-40g", "u1", [("gpu", "gpu-0")])}, {"u1"},
+     [("main", "resourceclaims/one-40g", ("gpu-0",), ("GPU-0",))]),
+    (_dra_pod(), {"one-40g": _dra_claim("one-40g", "u1", [("gpu", "gpu-0")])}, set(), []),  # not prepared (yet)
+    (_dra_pod(), {"one-40g": _dra_claim("one-40g", "u1", [("gpu", "gpu-0")], pool="both-0")}, {"u1"}, []),
+    (_dra_pod(claims=(("mig", None, "t"),), containers=(("main", (("mig", ""),)),), generated=(("mig", "p-mig-x"),)),
+     {"p-mig-x": _dra_claim("p-mig-x", "u2", [("mig", "gpu-3-mig-1g10gb-0")])}, {"u2"},
+     [("main", "resourceclaims/p-mig-x", ("gpu-3-mig-1g10gb-0",), ("MIG-3",))]),
+    (_dra_pod(containers=(("a", (("gpu", "x"),)), ("b", (("gpu", "y"),)), ("c", ()))),
+     {"one-40g": _dra_claim("one-40g", "u1", [("x", "gpu-0"), ("y", "gpu-1")])}, {"u1"},
+     [("a", "resourceclaims/one-40g", ("gpu-0",), ("GPU-0",)),
+      ("b", "resourceclaims/one-40g", ("gpu-1",), ("GPU-1",))]),
+], ids=["prepared", "unprepared", "other-node", "template", "per-request"])
+def test_claim_allocations_are_the_prepared_devices_per_container(pod, claims, prepared, want):
+    from mockgpu.control.kubelet.publish_command import claim_allocations
+
+    got = claim_allocations(pod, claims, prepared, "dra-0", UUIDS)
+    assert [(a.container, a.resource, a.device_ids, a.uuids) for a in got] == want
+    assert all((a.namespace, a.pod) == ("default", "p") for a in got)
+
+
+def test_prepared_claims_are_the_uids_of_the_drivers_cdi_specs(tmp_path):
+    from mockgpu.control.kubelet.publish_command import prepared_claims
+    from mockgpu.dra.prepare import CDIDir
+
+    CDIDir(tmp_path).write("2f9c-uid", {"cdiVersion": "0.6.0"})
+    (tmp_path / "other-vendor.json").write_text("{}")
+    (tmp_path / "gpu.mockgpu.io-gpu_half.json.tmp").write_text("")
+    assert prepared_claims(tmp_path) == {"2f9c-uid"}

@@ -2,9 +2,9 @@
 
 ``up`` runs named steps and prints each with its time: preflight, build the mockgpu image, create
 the cluster, load the image into the nodes, apply the manifests (or install fake-gpu-operator with
-Helm), and wait until every GPU node's allocatable shows GPUs. The image is built *before* the
-cluster is created so a broken build costs no cluster. On a failure after creation starts, the
-half-created cluster is deleted unless ``retain`` is set.
+Helm), and wait until every GPU node's allocatable shows GPUs (and every DRA node's ResourceSlices are
+published). The image is built *before* the cluster is created so a broken build costs no cluster. On a
+failure after creation starts, the half-created cluster is deleted unless ``retain`` is set.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.kind import fgo
 from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, driver_host_dir, kind_config
+from mockgpu.backends.kind.dra import dra_nodes
 from mockgpu.backends.kind.images import mockgpu_image
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.backends.kind.preflight import first_blocking, preflight
@@ -35,9 +36,12 @@ from mockgpu.backends.kind.render import (
 from mockgpu.backends.kind.run import Progress, Result, Runner
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.dra.slices import DRIVER
 from mockgpu.errors import MockgpuError
 
 SKIP_PHASES_LABEL = "mockgpu.node-image.kubeadm-skip-phases"
+# set by scripts/kind-node-image on images whose containerd applies CDI specs (1.7 with enable_cdi)
+CDI_LABEL = "mockgpu.node-image.cdi"
 WAIT_SECONDS = 180.0
 PYTHON_BASE_ENV = "MOCKGPU_PYTHON_BASE"
 POLL_SECONDS = 2.0
@@ -86,13 +90,31 @@ def _gpu_allocatable(node: dict) -> dict[str, int]:
     return out
 
 
+def _dra_pools(slices: dict) -> dict[str, int]:
+    """Spec node -> devices of its complete ``gpu.mockgpu.io`` pool (every slice of the pool's generation seen)."""
+    pools: dict[str, list[dict]] = {}
+    for s in slices.get("items", []):
+        spec = s.get("spec") or {}
+        if spec.get("driver") == DRIVER and spec.get("nodeName"):
+            pools.setdefault(spec["nodeName"], []).append(spec)
+    out = {}
+    for node, specs in pools.items():
+        generation = max(int(p.get("pool", {}).get("generation", 0)) for p in specs)
+        current = [p for p in specs if int(p.get("pool", {}).get("generation", 0)) == generation]
+        if len(current) >= int(current[0].get("pool", {}).get("resourceSliceCount", 1)):
+            out[node] = sum(len(p.get("devices") or []) for p in current)
+    return out
+
+
 def wait_for_gpus(runner: Runner, kubectl: list[str], spec: ClusterSpec, progress: Progress) -> None:
-    """Poll nodes until every spec node with GPUs shows some ``nvidia.com/*`` allocatable > 0.
+    """Poll until every spec node with device-plugin GPUs shows some ``nvidia.com/*`` allocatable > 0 and every
+    node with DRA GPUs has published its whole ``gpu.mockgpu.io`` pool of ResourceSlices.
 
     Deliberately loose about *which* resources (MIG strategy and time-slicing decide the names and
     counts; that is the device plugin's business): it prints what each node advertises instead.
     """
-    want = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.count}
+    want = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.device_plugin_gpus()}
+    want_dra = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.dra_gpus()}
     waited = 0.0
     while True:
         res = runner.check([*kubectl, "get", "nodes", "-o", "json"])
@@ -102,14 +124,26 @@ def wait_for_gpus(runner: Runner, kubectl: list[str], spec: ClusterSpec, progres
             gpus = {k: v for k, v in _gpu_allocatable(item).items() if v > 0}
             if spec_node in want and gpus:
                 seen[spec_node] = gpus
-        if set(seen) == want:
-            for node in sorted(seen):
-                progress.note(f"{node}: " + ", ".join(f"{k}={v}" for k, v in sorted(seen[node].items())))
+        published: dict[str, int] = {}
+        if want_dra:
+            res = runner.run([*kubectl, "get", "resourceslices", "-o", "json"])
+            if res.returncode == 0:
+                published = {n: c for n, c in _dra_pools(json.loads(res.stdout)).items() if n in want_dra}
+        if set(seen) == want and set(published) == want_dra:
+            for node in sorted(want | want_dra):
+                parts = [f"{k}={v}" for k, v in sorted(seen.get(node, {}).items())]
+                if node in published:
+                    parts.append(f"{DRIVER}: {published[node]} devices in ResourceSlices")
+                progress.note(f"{node}: " + ", ".join(parts))
             return
         if waited >= WAIT_SECONDS:
             missing = ", ".join(sorted(want - set(seen)))
-            raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
-                               f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
+            if missing:
+                raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
+                                   f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
+            missing = ", ".join(sorted(want_dra - set(published)))
+            raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no {DRIVER} ResourceSlices of {missing}: see "
+                               f"`kubectl -n mockgpu-system logs ds/mockgpu-dra-driver`")
         runner.sleep(POLL_SECONDS)
         waited += POLL_SECONDS
 
@@ -143,6 +177,7 @@ class KindBackend:
             if problem:
                 raise MockgpuError(problem)
             self._refuse_existing(opts.name)
+            self._check_cdi(opts.spec, kind_opts)
         with progress.step("build image" if not use_fgo else "build image (skipped: fake-gpu-operator)"):
             if not use_fgo:
                 self._build_image()
@@ -262,6 +297,20 @@ class KindBackend:
         base = os.environ.get(PYTHON_BASE_ENV)
         build_arg = ["--build-arg", f"BASE={base}"] if base else []
         self.runner.check(["docker", "build", *build_arg, "-t", mockgpu_image(), str(root)], timeout=1800)
+
+    def _check_cdi(self, spec: ClusterSpec, kind_opts: KindRenderOptions) -> None:
+        """A spec with DRA pools on a local node image needs containerd to apply CDI specs (the DRA driver's
+        devices reach containers only that way): refuse an image that does not say so (its label), rather than
+        run pods without their devices. The pinned kindest/node images run containerd 2.x, where CDI is on."""
+        image = kind_opts.node_image
+        if not image.local or not dra_nodes(spec):
+            return
+        res = self.runner.run(["docker", "image", "inspect", "-f", '{{index .Config.Labels "' + CDI_LABEL + '"}}',
+                               image.local])
+        if res.returncode == 0 and res.stdout.strip() != "true":
+            raise MockgpuError(f"node image {image.local} has no label {CDI_LABEL}=true (its containerd may not "
+                               "apply CDI specs, which the DRA driver's devices need): rebuild it with "
+                               "scripts/kind-node-image")
 
     def _machine_options(self, kind_opts: KindRenderOptions) -> KindRenderOptions:
         """The kubeadm patches this Docker host and node image need (see config.py): cgroup v1, and the

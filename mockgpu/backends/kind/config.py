@@ -98,16 +98,18 @@ def check_labels(spec: ClusterSpec) -> None:
                 )
 
 
-def check_gpu_management(spec: ClusterSpec) -> None:
-    """ConfigError for a pool whose GPUs go through DRA: on kind only the device plugin is deployed (the DRA
-    driver runs with the embedded and upstream backends' kubelets), so such GPUs would silently vanish."""
+def check_gpu_management(spec: ClusterSpec, *, dra_driver: bool = True, device_plugin: str = "mockgpu") -> None:
+    """ConfigError for a pool whose GPUs go through DRA where no DRA driver is deployed, so such GPUs would
+    silently vanish: with fake-gpu-operator (a device plugin only), or on an existing cluster (``dra_driver``
+    False: the kubeconfig backend, which cannot know whether the cluster's runtime applies CDI specs)."""
+    if dra_driver and device_plugin != "fake-gpu-operator":
+        return
+    why = ("fake-gpu-operator has no DRA driver (use --device-plugin mockgpu)" if device_plugin == "fake-gpu-operator"
+           else "the kubeconfig backend does not deploy the DRA driver (use the kind, embedded or upstream backend)")
     for i, pool in enumerate(spec.spec.nodePools):
         if pool.gpu is not None and pool.gpu.management != "devicePlugin":
-            raise ConfigError(
-                spec.source, f"spec.nodePools[{i}].gpu.management",
-                f"'{pool.gpu.management}' needs the DRA driver, which the kind backend does not deploy yet "
-                "(use the embedded or upstream backend)",
-            )
+            raise ConfigError(spec.source, f"spec.nodePools[{i}].gpu.management",
+                              f"'{pool.gpu.management}' needs the DRA driver: {why}")
 
 
 def _patch(doc: dict[str, Any]) -> str:
@@ -160,7 +162,7 @@ def _scheduler_patch(config: bool) -> str:
 def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
     """The kind ``Cluster`` config for ``spec`` as a dict (dump it with ``yaml.safe_dump``)."""
     check_labels(spec)
-    check_gpu_management(spec)
+    check_gpu_management(spec, device_plugin=opts.device_plugin)
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
     patches = config.setdefault("kubeadmConfigPatches", [_scheduler_patch(opts.scheduler_config is not None)])
     if opts.cgroup_v1:

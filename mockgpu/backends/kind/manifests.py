@@ -10,6 +10,10 @@ How a plugin pod learns its spec node: the downward API cannot put a node *label
 so the pod gets ``NODE_NAME`` from ``fieldRef: spec.nodeName`` and looks it up in the name map, which
 the backend knows when it renders (kind names its nodes deterministically; the kubeconfig backend
 reads the cluster's nodes). A node missing from the map makes the pod exit with a one-line message.
+
+A spec whose pools give GPUs to DRA (``gpu.management: dra|both``) also gets the DRA driver's DaemonSet, RBAC and
+DeviceClasses (``backends/kind/dra.py``), on kind only (``PluginManifestOptions.dra``); the device plugin then
+advertises only the other GPUs of each node (``mockgpu device-plugin`` splits them as the embedded kubelet does).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import yaml
 
 from mockgpu.backends.kind.config import DRIVER_DIR, check_gpu_management
+from mockgpu.backends.kind.dra import CDI_DIR, device_classes, dra_daemonset, dra_nodes, dra_rbac, gpu_state_rbac
 from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
 
@@ -54,6 +59,8 @@ class PluginManifestOptions:
     # Extra nodeAffinity expressions ANDed with "has mockgpu.io/node" (the kubeconfig backend adds
     # "not a real GPU node" here).
     extra_match: list[dict[str, Any]] = field(default_factory=list)
+    # Whether the DRA driver may be deployed (kind: yes; an existing cluster: its runtime's CDI is unknown)
+    dra: bool = True
 
 
 def spec_document(spec: ClusterSpec) -> str:
@@ -185,7 +192,33 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
     }
 
 
+def dra_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
+    """The DRA driver's objects for the spec's DRA nodes ([] when it has none), after the device plugin's, and
+    what lets the GPU-state publisher read claims."""
+    nodes = dra_nodes(spec)
+    if not nodes:
+        return []
+    ds = dra_daemonset(nodes, image=opts.image, pull_policy=opts.pull_policy, namespace=NAMESPACE,
+                       config_volume=_volumes(opts.node_names)[-1], config_mount=SPEC_MOUNT, security=_security())
+    return [*dra_rbac(NAMESPACE), *gpu_state_rbac(NAMESPACE, SERVICE_ACCOUNT), ds, *device_classes()]
+
+
+def publisher_reads_claims(ds: dict[str, Any]) -> dict[str, Any]:
+    """The device-plugin DaemonSet of a spec with DRA pools: its GPU-state publisher also lists the devices of
+    prepared claims (``--spec``, ``--cdi-dir``: the CDI directory read-only)."""
+    pod = ds["spec"]["template"]["spec"]
+    publisher = next(c for c in pod["containers"] if c["name"] == "gpu-state-publisher")
+    script = publisher["command"][-1].rstrip("\n")
+    publisher["command"][-1] = f"{script} --spec {SPEC_MOUNT}/spec.yaml --cdi-dir {CDI_DIR}\n"
+    publisher["volumeMounts"].append({"name": "cdi", "mountPath": CDI_DIR, "readOnly": True})
+    pod["volumes"].append({"name": "cdi", "hostPath": {"path": CDI_DIR, "type": "DirectoryOrCreate"}})
+    return ds
+
+
 def plugin_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
-    """Every object, in apply order (ConfigError for DRA pools: only the device plugin is deployed)."""
-    check_gpu_management(spec)
-    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), daemonset(opts)]
+    """Every object, in apply order; ConfigError for DRA pools where the DRA driver is not deployed."""
+    check_gpu_management(spec, dra_driver=opts.dra)
+    plugin = daemonset(opts)
+    if dra_nodes(spec):
+        plugin = publisher_reads_claims(plugin)
+    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), plugin, *dra_manifests(spec, opts)]

@@ -14,7 +14,7 @@ import yaml
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.kind import fgo
-from mockgpu.backends.kind.config import KindRenderOptions, kind_config, kind_node_names
+from mockgpu.backends.kind.config import KindRenderOptions, check_gpu_management, kind_config, kind_node_names
 from mockgpu.backends.kind.images import mockgpu_image, node_image
 from mockgpu.backends.kind.manifests import PluginManifestOptions, namespace, plugin_manifests
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
@@ -49,6 +49,7 @@ def render_options(opts: UpOptions, state_dir: Path | None = None) -> KindRender
     if opts.device_plugin not in DEVICE_PLUGINS:
         raise MockgpuError(f"unknown device plugin '{opts.device_plugin}' (known: {', '.join(DEVICE_PLUGINS)})",
                            exit_code=2)
+    check_gpu_management(opts.spec, device_plugin=opts.device_plugin)  # DRA pools need our driver: before anything
     state = state_dir or default_state_dir(opts.name)
     source = opts.scheduler_config or opts.spec.scheduler_config_path()
     mounted = None

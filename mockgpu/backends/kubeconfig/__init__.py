@@ -36,7 +36,7 @@ def image() -> str:
 def render_manifests(spec: ClusterSpec, node_map: dict[str, str]) -> list[dict[str, Any]]:
     """The objects to apply for ``spec`` with this node assignment (pure)."""
     opts = PluginManifestOptions(image=image(), node_names=node_map, pull_policy="IfNotPresent",
-                                 extra_match=[NOT_REAL_GPU])
+                                 extra_match=[NOT_REAL_GPU], dra=False)
     return plugin_manifests(spec, opts)
 
 

@@ -12,6 +12,8 @@ Source: the scheduler's JSON log at ``-v=10`` (``schedlog``). What the log gives
   whose FailedScheduling message names one reason for every node (``0/4 nodes are available: 4
   Insufficient nvidia.com/gpu.``) each node gets that reason under the plugin that words it so; otherwise
   nothing is written (the message itself is on the pod's PodScheduled condition).
+* ``dra-allocation`` for a bound pod with ResourceClaims: claim name -> ``[{request, device}]``, read from the
+  claims' ``status.allocation`` (which kube-scheduler wrote in PreBind), in the embedded scheduler's shape;
 Every annotated pod also gets ``mockgpu.io/results-from: kube-scheduler log``. The annotations land a moment
 after the binding (the embedded scheduler writes them before it binds); ``LabCluster.wait`` waits for them.
 """
@@ -89,6 +91,7 @@ class ResultsRecorder:
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
+        self.resource = client.ResourceV1Api(api_client)
         self.weights = weights
         self.log = schedlog
         self.interval = interval
@@ -112,6 +115,23 @@ class ResultsRecorder:
             except Exception as exc:  # noqa: BLE001 - the next pass retries; never stop the supervisor
                 log.debug("scheduler results: %s", exc)
 
+    def _dra_allocation(self, ns: str, pod: Any) -> dict[str, str]:
+        """``mockgpu.io/dra-allocation`` of a bound pod: its claims' allocations (templates' claims by the names
+        the resource claim controller recorded in the pod's status); {} until every claim is allocated."""
+        from mockgpu.sched.cycle import ANNOTATION_DRA_ALLOCATION, dra_allocation_summary
+
+        generated = {s.name: s.resource_claim_name for s in (pod.status.resource_claim_statuses or [])}
+        allocations = {}
+        for ref in pod.spec.resource_claims:
+            claim = ref.resource_claim_name or generated.get(ref.name)
+            if not claim:
+                return {}
+            obj = self.resource.read_namespaced_resource_claim(claim, ns)
+            if obj.status is None or obj.status.allocation is None:
+                return {}
+            allocations[f"{ns}/{claim}"] = self.resource.api_client.sanitize_for_serialization(obj.status.allocation)
+        return {ANNOTATION_DRA_ALLOCATION: json.dumps(dra_allocation_summary(allocations), sort_keys=True)}
+
     def _annotate(self, key: str) -> None:
         from kubernetes.client.exceptions import ApiException
 
@@ -123,6 +143,8 @@ class ResultsRecorder:
         try:
             pod = self.core.read_namespaced_pod(name, ns)
             notes = annotations_for(attempt, nodes, self.weights.get(pod.spec.scheduler_name or "", {}))
+            if attempt.bound_to and pod.spec.resource_claims:
+                notes.update(self._dra_allocation(ns, pod))
             self.core.patch_namespaced_pod(name, ns, {"metadata": {"annotations": notes}})
         except ApiException as exc:
             if exc.status != 404:  # a pod deleted meanwhile needs nothing

@@ -4,6 +4,9 @@ second container), in the same ConfigMap shape as the embedded kubelet.
 Allocations come from the real kubelet's device checkpoint (``--checkpoint``, in the device plugin dir the
 DaemonSet mounts; its checksum is not verified, see ``kubelet/checkpoint.py``) with pod UIDs resolved to
 names by listing the node's pods; time-slicing replicas from the Node's GFD label ``nvidia.com/gpu.replicas``.
+With ``--spec`` and ``--cdi-dir`` (a node whose pool gives GPUs to DRA), the devices of prepared ResourceClaims
+too, as the embedded kubelet lists them (resource ``resourceclaims/<claim>``, per container naming the claim): a
+claim counts as prepared while the DRA driver's CDI spec for its UID is in the CDI directory.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account)")
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help=f"kubelet device checkpoint ({DEFAULT_CHECKPOINT})")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between checks (default 1)")
+    p.add_argument("--spec", help="cluster spec file: with --cdi-dir, also publish the devices of prepared claims")
+    p.add_argument("--cdi-dir", help="the DRA driver's CDI directory (a claim is prepared while its spec is there)")
     p.add_argument("--once", action="store_true", help="publish once and exit")
     p.set_defaults(func=run)
 
@@ -47,14 +52,59 @@ def checkpoint_entries(path: Path) -> list[dict[str, Any]]:
         return []
 
 
+def prepared_claims(cdi_dir: Path) -> set[str]:
+    """UIDs of the claims the DRA driver has prepared on this node (its CDI spec files)."""
+    from mockgpu.dra.prepare import cdi_file_name
+
+    prefix, suffix = cdi_file_name("\0").split("\0")
+    return {p.name[len(prefix):-len(suffix)] for p in Path(cdi_dir).glob(f"{prefix}*{suffix}")}
+
+
+def claim_allocations(pod: dict[str, Any], claims: dict[str, dict[str, Any]], prepared: set[str], pool: str,
+                      uuids: dict[str, str]) -> list[DeviceAllocation]:
+    """The devices of ``pod``'s prepared claims (``claims``: name -> ResourceClaim of its namespace) that this
+    node's driver gave it, per container naming the claim (and request), as the embedded kubelet lists them."""
+    from mockgpu.dra.slices import DRIVER
+
+    meta, spec = pod["metadata"], pod["spec"]
+    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses")
+                 or []}
+    entries = {r["name"]: r.get("resourceClaimName") or generated.get(r["name"]) for r in spec.get("resourceClaims")
+               or []}
+    out = []
+    for c in spec.get("containers") or []:
+        by_claim: dict[str, list[str]] = {}
+        for ref in (c.get("resources") or {}).get("claims") or []:
+            name = entries.get(ref["name"])
+            claim = claims.get(name or "")
+            if claim is None or claim["metadata"].get("uid") not in prepared:
+                continue
+            req = ref.get("request") or ""
+            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            for r in results:
+                if (r.get("driver") == DRIVER and r.get("pool") == pool and r.get("device") in uuids
+                        and (not req or req in (r.get("request"), r.get("request", "").split("/", 1)[0]))
+                        and r["device"] not in by_claim.setdefault(name, [])):
+                    by_claim[name].append(r["device"])
+        for name, devs in sorted(by_claim.items()):
+            if devs:
+                out.append(DeviceAllocation(meta["namespace"], meta["name"], c["name"], f"resourceclaims/{name}",
+                                            tuple(devs), tuple(uuids[d] for d in devs)))
+    return out
+
+
 class ClusterInputs:
     """Allocations and replicas as a real kubelet and GFD expose them."""
 
-    def __init__(self, core: Any, kube_node: str, checkpoint: Path, driver_dir: Path) -> None:
+    def __init__(self, core: Any, kube_node: str, checkpoint: Path, driver_dir: Path,
+                 dra: tuple[str, dict[str, str], Path] | None = None) -> None:
+        """``dra``: (pool, device name -> UUID, CDI dir) of a node whose pool gives GPUs to DRA."""
         self.core, self.kube_node, self.checkpoint, self.driver_dir = core, kube_node, checkpoint, driver_dir
+        self.dra = dra
 
     def __call__(self) -> StateInputs:
         inv = Driver(self.driver_dir).inventory
+        pods: list[Any] = []
         try:
             pods = self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={self.kube_node}").items
             names = {p.metadata.uid: (p.metadata.namespace, p.metadata.name) for p in pods
@@ -62,7 +112,7 @@ class ClusterInputs:
             labels = self.core.read_node(self.kube_node).metadata.labels or {}
         except Exception:  # API away: publish what the driver says
             names, labels = {}, {}
-        allocs = []
+        allocs = self._claim_allocations([p for p in pods if p.metadata.uid in names])
         for e in checkpoint_entries(self.checkpoint):
             if e.get("PodUID") not in names:
                 continue
@@ -75,6 +125,27 @@ class ClusterInputs:
         except ValueError:
             replicas = 1
         return StateInputs(tuple(allocs), {g.uuid: max(replicas, 1) for g in inv.gpus if not g.mig})
+
+    def _claim_allocations(self, pods: list[Any]) -> list[DeviceAllocation]:
+        if self.dra is None:
+            return []
+        with_claims = [p for p in pods if p.spec.resource_claims]
+        if not with_claims:
+            return []
+        from kubernetes import client
+
+        pool, uuids, cdi_dir = self.dra
+        serialize = self.core.api_client.sanitize_for_serialization
+        try:
+            items = client.ResourceV1Api(self.core.api_client).list_resource_claim_for_all_namespaces().items
+        except Exception:  # API away: the next pass
+            return []
+        by_ns: dict[str, dict[str, dict[str, Any]]] = {}
+        for c in items:
+            by_ns.setdefault(c.metadata.namespace, {})[c.metadata.name] = serialize(c)
+        prepared = prepared_claims(cdi_dir)
+        return [a for p in with_claims for a in claim_allocations(serialize(p), by_ns.get(p.metadata.namespace, {}),
+                                                                  prepared, pool, uuids)]
 
 
 def _core(kubeconfig: str | None) -> Any:
@@ -90,6 +161,21 @@ def _core(kubeconfig: str | None) -> Any:
     return client.CoreV1Api()
 
 
+def _dra_inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], Path] | None:
+    """(pool, device UUIDs, CDI dir) when --spec and --cdi-dir are given and the node has DRA GPUs."""
+    if not (args.spec and args.cdi_dir):
+        return None
+    from mockgpu.config.clusterspec import load_spec
+    from mockgpu.config.inventory import dra_gpus, node_inventory
+    from mockgpu.dra.slices import device_uuids
+
+    spec = load_spec(args.spec)
+    gpus = dra_gpus(spec, args.node)
+    if not gpus:
+        return None
+    return args.node, device_uuids(node_inventory(spec, args.node), gpus), Path(args.cdi_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     driver_dir = Path(args.driver_dir)
@@ -100,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
             raise MockgpuError(str(exc), exit_code=2) from None  # the DaemonSet's plugin container makes it soon
     core = _core(args.kubeconfig)
     ensure_namespace(core)
-    inputs = ClusterInputs(core, args.kube_node or args.node, Path(args.checkpoint), driver_dir)
+    inputs = ClusterInputs(core, args.kube_node or args.node, Path(args.checkpoint), driver_dir,
+                           dra=_dra_inputs(args))
     pub = GpuStatePublisher(core, args.node, driver_dir, inputs=inputs, interval=args.interval)
     if args.once:
         pub.publish_once(force=True)
@@ -114,4 +201,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["ClusterInputs", "add_parser", "checkpoint_entries", "run"]
+__all__ = ["ClusterInputs", "add_parser", "checkpoint_entries", "claim_allocations", "prepared_claims", "run"]
