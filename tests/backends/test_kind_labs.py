@@ -18,7 +18,8 @@ import pytest
 from .conftest import ROOT, kind_environment
 
 pytestmark = pytest.mark.kind
-LABS = ("01-why-is-my-4-gpu-job-pending", "04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius")
+LABS = ("01-why-is-my-4-gpu-job-pending", "04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius",
+        "09-dra-vs-device-plugins")
 
 
 @pytest.mark.timeout(1200)  # a kind cluster per lab: one to two minutes to create, the lab, then its deletion
