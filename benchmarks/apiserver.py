@@ -9,9 +9,13 @@ Reports, as medians / percentiles over several runs:
 Clients are aiohttp with plain JSON (not the official client, whose model layer would dominate the
 figures); everything runs on 127.0.0.1 and stops by itself.
 
+Both are measured on the seed cluster as ``mockgpu up`` leaves it: its scheduler, controllers and kubelets
+run and react to the benchmark's pods (the first eight are scheduled and started, the rest stay Pending), so
+the figures are a user's, not an idle API server's.
+
 ``--peer upstream`` measures the real thing in the same run: ``mockgpu up --backend upstream`` of the same
-spec, and the same latency and create figures against kube-apiserver v1.37.2 + etcd (the upstream backend's
-control plane, no kubelets), then prints embedded/upstream ratios.
+spec, and the same latency and create figures against its kube-apiserver v1.37.2 + etcd (with the real
+scheduler and controller manager and mockgpu's kubelets), then prints embedded/upstream ratios.
 
     python benchmarks/apiserver.py [--runs 5] [--latency-pods 300] [--creates 2000] [--peer upstream]
 """
@@ -159,7 +163,7 @@ def main() -> int:
         from mockgpu.backends.upstream import UpstreamCluster
 
         peer_up = report_up("upstream", bench_up(home, args.runs, "upstream"))
-        with UpstreamCluster(None, name="bench-peer", home=home, delete_on_exit=True) as cluster:
+        with UpstreamCluster(SPEC, name="bench-peer", home=home, delete_on_exit=True) as cluster:
             theirs = bench_server("upstream (kube-apiserver + etcd)", cluster.url, cluster.token,
                                   str(cluster.state.cert_file), args)
         print(f"embedded / upstream: up {up / peer_up:.2f}x the time, create->watch p50 {ours[0] / theirs[0]:.2f}x "
