@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from dra_scenario import FIVE, manifest
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.kind import KindBackend
@@ -27,91 +28,6 @@ from .conftest import ROOT, kind_environment, spec_at
 pytestmark = pytest.mark.kind
 
 NAME = "drakind-e2e"
-CEL_40GI = 'device.capacity["gpu.mockgpu.io"].memory.compareTo(quantity("40Gi")) >= 0'
-FIVE = ("0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: "
-        "2 Preemption is not helpful for scheduling.")
-
-
-def _manifest(image: str) -> str:
-    return f"""
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: big-gpu}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly:
-          deviceClassName: gpu.mockgpu.io
-          selectors: [{{cel: {{expression: '{CEL_40GI}'}}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: big}}
-spec:
-  terminationGracePeriodSeconds: 1
-  resourceClaims: [{{name: gpu, resourceClaimTemplateName: big-gpu}}]
-  containers:
-  - name: w
-    image: {image}
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: gpu}}]}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: migs}}
-spec:
-  devices:
-    requests:
-    - name: small
-      exactly:
-        deviceClassName: mig.gpu.mockgpu.io
-        selectors: [{{cel: {{expression: 'device.attributes["gpu.mockgpu.io"].profile == "1g.10gb"'}}}}]
-    - name: large
-      exactly:
-        deviceClassName: mig.gpu.mockgpu.io
-        selectors: [{{cel: {{expression: 'device.attributes["gpu.mockgpu.io"].profile == "3g.40gb"'}}}}]
-    constraints: [{{matchAttribute: gpu.mockgpu.io/parentUUID}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: migs}}
-spec:
-  terminationGracePeriodSeconds: 1
-  resourceClaims: [{{name: g, resourceClaimName: migs}}]
-  containers:
-  - name: small
-    image: {image}
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: g, request: small}}]}}
-  - name: large
-    image: {image}
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: g, request: large}}]}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: five}}
-spec:
-  devices:
-    requests:
-    - name: gpus
-      exactly: {{deviceClassName: gpu.mockgpu.io, allocationMode: ExactCount, count: 5}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: five}}
-spec:
-  resourceClaims: [{{name: g, resourceClaimName: five}}]
-  containers:
-  - {{name: w, image: {image}, imagePullPolicy: Never, command: ["sleep", "600"], resources: {{claims: [{{name: g}}]}}}}
-"""
-
-
 @pytest.fixture(scope="module")
 def dra_kind(tmp_path_factory) -> Iterator[dict[str, Any]]:
     env, problem = kind_environment()
@@ -197,7 +113,7 @@ def test_every_dra_node_publishes_its_slices_and_the_device_plugin_keeps_the_res
 def test_claims_are_allocated_prepared_and_applied_by_containerds_cdi(dra_kind):
     from mockgpu.backends.kind.images import mockgpu_image
 
-    kubectl(dra_kind, "apply", "-f", "-", input=_manifest(mockgpu_image()))
+    kubectl(dra_kind, "apply", "-f", "-", input=manifest(mockgpu_image(), pull="Never", mig_container_per_request=True))
     kubectl(dra_kind, "wait", "--for=condition=Ready", "pod/big", "pod/migs", "--timeout=180s")
     devs = devices(dra_kind)
 

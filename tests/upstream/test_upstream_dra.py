@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polling
 import pytest
+from dra_scenario import FIVE, manifest
 from kubernetes import client
 from test_upstream_backend import kubectl
 
@@ -19,81 +20,8 @@ from mockgpu.control.kubelet.kubelet import dra_dir_for
 from mockgpu.dra.prepare import cdi_file_name
 
 ROOT = Path(__file__).resolve().parents[2]
-CEL_40GI = 'device.capacity["gpu.mockgpu.io"].memory.compareTo(quantity("40Gi")) >= 0'
 ATTR = "gpu.mockgpu.io"
-
-MANIFEST = f"""
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: big-gpu}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly:
-          deviceClassName: gpu.mockgpu.io
-          selectors: [{{cel: {{expression: '{CEL_40GI}'}}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: big}}
-spec:
-  terminationGracePeriodSeconds: 1
-  resourceClaims: [{{name: gpu, resourceClaimTemplateName: big-gpu}}]
-  containers:
-  - name: w
-    image: mockgpu/workload
-    command: ["sh", "-c", "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: gpu}}]}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: migs}}
-spec:
-  devices:
-    requests:
-    - name: small
-      exactly:
-        deviceClassName: mig.gpu.mockgpu.io
-        selectors: [{{cel: {{expression: 'device.attributes["gpu.mockgpu.io"].profile == "1g.10gb"'}}}}]
-    - name: large
-      exactly:
-        deviceClassName: mig.gpu.mockgpu.io
-        selectors: [{{cel: {{expression: 'device.attributes["gpu.mockgpu.io"].profile == "3g.40gb"'}}}}]
-    constraints: [{{matchAttribute: gpu.mockgpu.io/parentUUID}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: migs}}
-spec:
-  terminationGracePeriodSeconds: 1
-  resourceClaims: [{{name: g, resourceClaimName: migs}}]
-  containers:
-  - name: w
-    image: mockgpu/workload
-    command: ["sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exec sleep 600"]
-    resources: {{claims: [{{name: g}}]}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: five}}
-spec:
-  devices:
-    requests:
-    - name: gpus
-      exactly: {{deviceClassName: gpu.mockgpu.io, allocationMode: ExactCount, count: 5}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: five}}
-spec:
-  resourceClaims: [{{name: g, resourceClaimName: five}}]
-  containers:
-  - {{name: w, image: mockgpu/workload, command: ["sleep", "600"], resources: {{claims: [{{name: g}}]}}}}
-"""
-FIVE = ("0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: "
-        "2 Preemption is not helpful for scheduling.")
+MANIFEST = manifest()
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +57,10 @@ def test_real_apiserver_stores_our_slices(dra_upstream):
 
 
 def test_real_scheduler_allocates_our_devices(dra_upstream, tmp_path):
-    manifest = tmp_path / "m.yaml"
-    manifest.write_text(MANIFEST)
+    path = tmp_path / "m.yaml"
+    path.write_text(MANIFEST)
     kubectl(dra_upstream, "apply", "-f", str(ROOT / "clusters" / "dra" / "deviceclasses.yaml"))
-    kubectl(dra_upstream, "apply", "-f", str(manifest))
+    kubectl(dra_upstream, "apply", "-f", str(path))
     api = dra_upstream.api_client()
     core, res = client.CoreV1Api(api), client.ResourceV1Api(api)
     kubectl(dra_upstream, "wait", "--for=condition=Ready", "pod/big", "pod/migs", "--timeout=90s")
