@@ -11,69 +11,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from dra_scenario import FIVE, manifest
 
-from mockgpu.backends.base import UpOptions
-from mockgpu.backends.kind import KindBackend
 from mockgpu.backends.kind.config import kind_node_names
 from mockgpu.dra.prepare import cdi_file_name
 
-from .conftest import ROOT, kind_environment, spec_at
+from .kind_live import get, kubectl, live_cluster, wait_for
 
 pytestmark = pytest.mark.kind
 
 NAME = "drakind-e2e"
 @pytest.fixture(scope="module")
 def dra_kind(tmp_path_factory) -> Iterator[dict[str, Any]]:
-    env, problem = kind_environment()
-    if problem:
-        pytest.skip(f"DRA on kind needs Docker, kind and kubectl: {problem}")
-    mp = pytest.MonkeyPatch()
-    for key in ("PATH", "MOCKGPU_KIND_NODE_IMAGE", "MOCKGPU_PYTHON_BASE"):
-        if env.get(key):
-            mp.setenv(key, env[key])
-    backend = KindBackend()
-    spec = spec_at(ROOT / "clusters" / "dra.yaml")
-    kubeconfig = tmp_path_factory.mktemp("drakind") / "kubeconfig"
-    if NAME in backend._clusters():  # a run that was killed before its own cleanup
-        backend.down(NAME)
-    t0 = time.monotonic()
-    info = backend.up(UpOptions(spec=spec, name=NAME, kubeconfig=kubeconfig))
-    print(f"kind DRA e2e: dra cluster up in {time.monotonic() - t0:.0f} s")
-    try:
-        yield {"spec": spec, "kubeconfig": info.kubeconfig}
-    finally:
-        t0 = time.monotonic()
-        backend.down(NAME)
-        print(f"kind DRA e2e: down in {time.monotonic() - t0:.0f} s")
-        mp.undo()
-
-
-def kubectl(c: dict[str, Any], *args: str, input: str | None = None, check: bool = True) -> str:
-    res = subprocess.run(["kubectl", "--kubeconfig", str(c["kubeconfig"]), *args], input=input,
-                         capture_output=True, text=True, timeout=120)
-    if check and res.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout
-
-
-def get(c: dict[str, Any], *args: str) -> dict[str, Any]:
-    return json.loads(kubectl(c, "get", *args, "-o", "json"))
-
-
-def wait_for(what: str, fn: Callable[[], Any], timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
+    yield from live_cluster(NAME, "dra.yaml", tmp_path_factory.mktemp("drakind"), "kind DRA e2e")
 
 
 def devices(c: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,74 +18,20 @@ from typing import Any
 
 import pytest
 
-from mockgpu.backends.base import UpOptions
-from mockgpu.backends.kind import KindBackend
 from mockgpu.backends.kind.config import kind_node_names
-from mockgpu.backends.upstream import binaries
 from mockgpu.config.inventory import node_inventory
 from mockgpu.deviceplugin.api import api_pb2 as pb
 
-from .conftest import ROOT, spec_at
+from .kind_live import kubectl, live_cluster, wait_for
 
 pytestmark = pytest.mark.kind
 
 NAME = "mockgpu-e2e"
-LOCAL_NODE_IMAGE = "mockgpu/kind-node:" + binaries.versions()["KUBERNETES_VERSION"]
-LOCAL_PYTHON_BASE = "mockgpu/python-base:bookworm"
-
-
-def _docker_has(image: str) -> bool:
-    try:
-        return subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
 
 
 @pytest.fixture(scope="module")
 def kind_cluster(tmp_path_factory) -> Iterator[dict[str, Any]]:
-    mp = pytest.MonkeyPatch()
-    upstream_bin = binaries.bin_dir()
-    if (upstream_bin / "kind").is_file():
-        mp.setenv("PATH", f"{upstream_bin}{os.pathsep}{os.environ.get('PATH', '')}")
-    backend = KindBackend()
-    problem = backend.is_available()
-    if problem:
-        mp.undo()
-        pytest.skip(f"kind end-to-end needs Docker, kind and kubectl: {problem}")
-    if not os.environ.get("MOCKGPU_KIND_NODE_IMAGE") and _docker_has(LOCAL_NODE_IMAGE):
-        mp.setenv("MOCKGPU_KIND_NODE_IMAGE", LOCAL_NODE_IMAGE)
-    if not os.environ.get("MOCKGPU_PYTHON_BASE") and _docker_has(LOCAL_PYTHON_BASE):
-        mp.setenv("MOCKGPU_PYTHON_BASE", LOCAL_PYTHON_BASE)
-    spec = spec_at(ROOT / "clusters" / "workshop.yaml")
-    kubeconfig = tmp_path_factory.mktemp("kind") / "kubeconfig"
-    if NAME in backend._clusters():  # a run that was killed before its own cleanup
-        backend.down(NAME)
-    t0 = time.monotonic()
-    info = backend.up(UpOptions(spec=spec, name=NAME, kubeconfig=kubeconfig))
-    print(f"kind e2e: workshop cluster up in {time.monotonic() - t0:.0f} s")
-    try:
-        yield {"spec": spec, "kubeconfig": info.kubeconfig, "backend": backend}
-    finally:
-        backend.down(NAME)
-        mp.undo()
-
-
-def kubectl(c: dict[str, Any], *args: str, input: str | None = None, check: bool = True) -> str:
-    res = subprocess.run(["kubectl", "--kubeconfig", str(c["kubeconfig"]), *args], input=input,
-                         capture_output=True, text=True, timeout=120)
-    if check and res.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout
-
-
-def wait_for(what: str, fn: Callable[[], Any], timeout: float = 180.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
+    yield from live_cluster(NAME, "workshop.yaml", tmp_path_factory.mktemp("kind"), "kind end-to-end")
 
 
 def workload_pod(name: str, node: str, resource: str, count: int, *args: str) -> dict[str, Any]:
