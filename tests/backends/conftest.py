@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -109,3 +110,22 @@ def _complete_capabilities(monkeypatch):
 @pytest.fixture
 def workshop():
     return load_spec(ROOT / "clusters" / "workshop.yaml")
+
+
+def run_entrypoint(script: str, root: Path, names: dict[str, str], node_name: str) -> subprocess.CompletedProcess:
+    """Run a DaemonSet's shell entrypoint for real (/bin/sh) as the kubelet would on node ``node_name``: the
+    projected ``/etc/mockgpu`` under ``root`` with the name map ``names`` (kind node -> spec node, no newline,
+    as the ConfigMap projects it) and a fake ``mockgpu`` on PATH that prints its arguments ``|``-separated."""
+    cfg = root / "etc-mockgpu"
+    (cfg / "nodes").mkdir(parents=True)
+    (cfg / "spec.yaml").write_text("x")
+    for kind_node, spec_node in names.items():
+        (cfg / "nodes" / kind_node).write_text(spec_node)
+    bindir = root / "bin"
+    bindir.mkdir()
+    fake = bindir / "mockgpu"
+    fake.write_text('#!/bin/sh\nprintf "%s|" "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "NODE_NAME": node_name}
+    return subprocess.run(["/bin/sh", "-c", script.replace("/etc/mockgpu", str(cfg))], env=env,
+                          capture_output=True, text=True, timeout=30)

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import stat
-import subprocess
 
 import pytest
 import yaml
@@ -25,7 +22,7 @@ from mockgpu.config.clusterspec import parse_spec
 from mockgpu.config.inventory import device_plugin_inventory
 from mockgpu.errors import ConfigError, MockgpuError
 
-from .conftest import ROOT, STATE_DIR, FakeRunner, spec_at
+from .conftest import ROOT, STATE_DIR, FakeRunner, run_entrypoint, spec_at
 
 
 def _spec(*pools: dict):
@@ -128,17 +125,7 @@ def test_the_device_plugin_keeps_only_the_device_plugin_gpus_of_a_both_pool(dra)
 
 def _entrypoint_run(dra, tmp_path, node_name):
     pod = _get(_docs(dra), "DaemonSet", "mockgpu-dra-driver")["spec"]["template"]["spec"]
-    script = pod["containers"][0]["command"][-1].replace("/etc/mockgpu", str(tmp_path / "etc-mockgpu"))
-    cfg = tmp_path / "etc-mockgpu"
-    (cfg / "nodes").mkdir(parents=True)
-    (cfg / "nodes" / "both-0").write_text("both-0")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "mockgpu"
-    fake.write_text('#!/bin/sh\nprintf "%s|" "$@"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "NODE_NAME": node_name}
-    return subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    return run_entrypoint(pod["containers"][0]["command"][-1], tmp_path, {"both-0": "both-0"}, node_name)
 
 
 def test_entrypoint_runs_the_dra_driver_for_its_spec_node(dra, tmp_path):
