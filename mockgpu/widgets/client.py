@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mockgpu.errors import MockgpuError
-from mockgpu.widgets.snapshot import GPU_STATE_LABEL, GPU_STATE_NAMESPACE, Obj, Snapshot, claim_name_of
+from mockgpu.sched.dra.claimname import claim_name_or_empty
+from mockgpu.widgets.snapshot import GPU_STATE_LABEL, GPU_STATE_NAMESPACE, Obj, Snapshot
 
 DEFAULT_UP_COMMAND = "mockgpu up --spec clusters/seed-4x2.yaml"
 T = TypeVar("T")
@@ -287,7 +288,7 @@ class ClusterClient:
         ns = pod["metadata"].get("namespace") or "default"
         out: dict[str, Obj] = {}
         for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-            name = claim_name_of(pod, ref)
+            name = claim_name_or_empty(pod, ref)
             if not name:
                 continue
             try:

@@ -18,11 +18,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mockgpu.sched.dra.claimname import claim_name_or_empty
 from mockgpu.widgets.snapshot import (
     Obj,
     Snapshot,
     annotations,
-    claim_name_of,
     condition,
     gpu_requests,
     pod_key,
@@ -105,7 +105,7 @@ def dra_claims(pod: Mapping, claims: Mapping[str, Mapping]) -> tuple[tuple[str, 
     ns = (pod.get("metadata") or {}).get("namespace") or "default"
     out = []
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
-        claim = claims.get(f"{ns}/{claim_name_of(pod, entry)}") or {}
+        claim = claims.get(f"{ns}/{claim_name_or_empty(pod, entry)}") or {}
         results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
         out += [(str(entry.get("name", "")), str(r.get("request", "")), str(r.get("device", ""))) for r in results]
     return tuple(out)

@@ -118,15 +118,6 @@ def condition(pod: Mapping, typ: str) -> Mapping | None:
     return None
 
 
-def claim_name_of(pod: Mapping, entry: Mapping) -> str:
-    """The ResourceClaim behind one entry of ``spec.resourceClaims``: named, or generated from a template (the
-    claim controller records it in ``status.resourceClaimStatuses``); '' while not generated yet."""
-    if entry.get("resourceClaimName"):
-        return str(entry["resourceClaimName"])
-    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
-    return next((str(s.get("resourceClaimName") or "") for s in statuses if s.get("name") == entry.get("name")), "")
-
-
 def parse_gpu_state(configmap: Mapping) -> Obj | None:
     """The ``state.json`` of a ``gpu-state-<node>`` ConfigMap, or None when it is missing or not JSON."""
     raw = ((configmap.get("data") or {}).get(GPU_STATE_KEY))

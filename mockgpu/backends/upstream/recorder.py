@@ -119,11 +119,12 @@ class ResultsRecorder:
         """``mockgpu.io/dra-allocation`` of a bound pod: its claims' allocations (templates' claims by the names
         the resource claim controller recorded in the pod's status); {} until every claim is allocated."""
         from mockgpu.sched.cycle import ANNOTATION_DRA_ALLOCATION, dra_allocation_summary
+        from mockgpu.sched.dra.claimname import claim_name_or_empty
 
-        generated = {s.name: s.resource_claim_name for s in (pod.status.resource_claim_statuses or [])}
+        as_dict = self.resource.api_client.sanitize_for_serialization(pod)
         allocations = {}
-        for ref in pod.spec.resource_claims:
-            claim = ref.resource_claim_name or generated.get(ref.name)
+        for ref in as_dict["spec"]["resourceClaims"]:
+            claim = claim_name_or_empty(as_dict, ref)
             if not claim:
                 return {}
             obj = self.resource.read_namespaced_resource_claim(claim, ns)

@@ -37,6 +37,8 @@ from mockgpu.control.kubelet.endpoint import go_rpc_error
 from mockgpu.dra.api import dra_v1_pb2 as dpb
 from mockgpu.dra.api import dra_v1_pb2_grpc as dpb_grpc
 from mockgpu.dra.prepare import VISIBLE_DEVICES
+from mockgpu.sched.dra.claimname import ClaimNameError
+from mockgpu.sched.dra.claimname import claim_name as resourceclaim_name
 
 log = logging.getLogger(__name__)
 SERVICES_SUPPORTED_BY_KUBELET = ["v1.DRAPlugin"]
@@ -77,17 +79,11 @@ class ClaimInfo:
 
 
 def claim_name(pod: dict[str, Any], pod_claim: dict[str, Any]) -> tuple[str | None, bool]:
-    """resourceclaim.Name: (claim name or None, must check the owner). Raises DRAError."""
-    meta = pod["metadata"]
-    if pod_claim.get("resourceClaimName"):
-        return pod_claim["resourceClaimName"], False
-    if pod_claim.get("resourceClaimTemplateName"):
-        for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-            if st.get("name") == pod_claim["name"]:
-                return st.get("resourceClaimName"), True
-        raise DRAError(f'pod "{meta.get("namespace")}/{meta["name"]}": ResourceClaim not created yet')
-    raise DRAError(f'pod "{meta.get("namespace")}/{meta["name"]}", spec.resourceClaim "{pod_claim.get("name")}": '
-                   "none of the supported fields are set")
+    """resourceclaim.Name (``sched.dra.claimname``): (claim name or None, must check the owner). Raises DRAError."""
+    try:
+        return resourceclaim_name(pod, pod_claim)
+    except ClaimNameError as exc:
+        raise DRAError(str(exc)) from None
 
 
 def _owned_by(claim: dict[str, Any], pod: dict[str, Any]) -> bool:

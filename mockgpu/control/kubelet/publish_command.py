@@ -65,12 +65,10 @@ def claim_allocations(pod: dict[str, Any], claims: dict[str, dict[str, Any]], pr
     """The devices of ``pod``'s prepared claims (``claims``: name -> ResourceClaim of its namespace) that this
     node's driver gave it, per container naming the claim (and request), as the embedded kubelet lists them."""
     from mockgpu.dra.slices import DRIVER
+    from mockgpu.sched.dra.claimname import claim_name_or_empty
 
     meta, spec = pod["metadata"], pod["spec"]
-    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses")
-                 or []}
-    entries = {r["name"]: r.get("resourceClaimName") or generated.get(r["name"]) for r in spec.get("resourceClaims")
-               or []}
+    entries = {r["name"]: claim_name_or_empty(pod, r) for r in spec.get("resourceClaims") or []}
     out = []
     for c in spec.get("containers") or []:
         by_claim: dict[str, list[str]] = {}

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockgpu.sched.dra.allocator import AllocationError, Allocator, FailedOnNode, allocated_devices, claim_key
+from mockgpu.sched.dra.claimname import ClaimNameError
+from mockgpu.sched.dra.claimname import claim_name as resourceclaim_name
 from mockgpu.sched.dra.snapshot import SNAPSHOT_KEY, DraSnapshot
 from mockgpu.sched.framework import Code, Status, cycle_state
 from mockgpu.sched.nodeselector import selector_matches
@@ -53,21 +55,12 @@ def pod_claims(pod: Mapping, claims: Mapping[str, dict]) -> list[dict]:
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
     out = []
     for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-        must_check_owner = False
-        if ref.get("resourceClaimName"):
-            claim_name = ref["resourceClaimName"]
-        elif ref.get("resourceClaimTemplateName"):
-            statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
-            entry = next((s for s in statuses if s.get("name") == ref.get("name")), None)
-            if entry is None:
-                raise ClaimLookupError(f'pod "{ns}/{name}": ResourceClaim not created yet')
-            claim_name = entry.get("resourceClaimName")
-            if not claim_name:
-                continue  # intentionally not generated: ignored, as upstream
-            must_check_owner = True
-        else:
-            raise ClaimLookupError(f'pod "{ns}/{name}", spec.resourceClaim "{ref.get("name", "")}": '
-                                   f"none of the supported fields are set")
+        try:
+            claim_name, must_check_owner = resourceclaim_name(pod, ref)
+        except ClaimNameError as exc:
+            raise ClaimLookupError(str(exc)) from None
+        if claim_name is None:
+            continue  # intentionally not generated: ignored, as upstream
         claim = claims.get(f"{ns}/{claim_name}")
         if claim is None:
             raise ClaimLookupError(f'could not find ResourceClaim "{ns}/{claim_name}"')
