@@ -3,7 +3,9 @@
 ``Kubelet(api_client, spec, node, spec_file=, root=, state_dir=)``; ``start()``, ``wait_ready()``, ``stop()``.
 What it does, as upstream's kubelet does it:
 * runs the node's device plugin as its own process (``pluginproc``) on a per-node plugin dir, and a
-  ``DeviceManager`` serving ``kubelet.sock`` there; a ``ProcessRuntime`` runs containers;
+  ``DeviceManager`` serving ``kubelet.sock`` there; a ``ProcessRuntime`` runs containers; a plugin (or DRA
+  driver) process that dies is started again with the container back-off (``KubeletOptions.plugin_backoff``,
+  upstream's 10 s doubling to 5 min) and registers again, as the DaemonSet pod's container would;
 * registers its Node (``nodestatus``): base resources from the spec, extended resources only from
   ListAndWatch, GFD labels; posts status on every device change and every ``heartbeat`` seconds;
 * watches pods with ``spec.nodeName=<node>`` (``podsync``): runs a ``PodWorker`` per pod, writes pod status
@@ -43,7 +45,7 @@ from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
 from mockgpu.control.kubelet.nodestatus import KUBELET_PORT, conditions, node_object, resources
-from mockgpu.control.kubelet.pluginproc import PluginProcess
+from mockgpu.control.kubelet.pluginproc import BackOff, PluginProcess
 from mockgpu.control.kubelet.pluginwatcher import PluginWatcher
 from mockgpu.control.kubelet.podsync import PodSync
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
@@ -114,6 +116,7 @@ class KubeletOptions:
     run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
     publish_interval: float = 1.0
     port: int = KUBELET_PORT  # advertised in status.daemonEndpoints (the upstream backend serves logs there)
+    plugin_backoff: BackOff | None = BackOff()  # restart delays of a dead device plugin / DRA driver; None: never
 
 
 class Kubelet:
@@ -141,7 +144,7 @@ class Kubelet:
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
         self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
-                                    self.root / "device-plugin.log") \
+                                    self.root / "device-plugin.log", backoff=self.options.plugin_backoff) \
             if self.has_gpus and dp_inventory.gpus and self.options.run_plugin else None
         self.spec_file = Path(spec_file)
         self.dra_gpus = dra_gpus(spec, node) if self.has_gpus else []
@@ -211,7 +214,8 @@ class Kubelet:
         kubeconfig = write_client_kubeconfig(api, self.root / "dra-driver.kubeconfig")
         self.dra_driver = PluginProcess.dra_driver(
             self.spec_file, self.name, self.dra_dir / "plugins", self.dra_dir / "plugins_registry",
-            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log").start()
+            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log",
+            backoff=self.options.plugin_backoff).start()
 
     def ready(self) -> bool:
         """Node registered, every device plugin resource advertised in full, the DRA driver (if any) registered."""
