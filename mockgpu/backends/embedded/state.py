@@ -9,7 +9,8 @@ Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``):
 - ``endpoint.json``  pid and port of the running server; ``apiserver.lock`` is held while it runs
 - ``kubeconfig``     default kubeconfig (mode 0600)
 - ``apiserver.crt``, ``apiserver.key``  the self-signed serving certificate (kubectl needs TLS)
-- ``logs/<ns>_<pod>_<uid>/<container>.log``  container output, written by the kubelet
+- ``logs/<ns>_<pod>_<uid>/<container>/<restart>.log``  container output (CRI format, rotated), written by
+  the kubelet
 """
 
 from __future__ import annotations

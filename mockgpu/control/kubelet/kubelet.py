@@ -38,9 +38,10 @@ from typing import Any
 
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.inventory import device_plugin_inventory, dra_gpus, node_inventory
-from mockgpu.control.apiserver.podlogs import log_path
+from mockgpu.control.apiserver.podlogs import container_log_dir
 from mockgpu.control.kubelet.apiwatch import Reflector
 from mockgpu.control.kubelet.container import ContainerSpec
+from mockgpu.control.kubelet.containerlogs import MAX_FILES, MAX_SIZE, LogRotation
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
@@ -116,6 +117,8 @@ class KubeletOptions:
     run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
     publish_interval: float = 1.0
     port: int = KUBELET_PORT  # advertised in status.daemonEndpoints (the upstream backend serves logs there)
+    container_log_max_size: int = MAX_SIZE  # bytes (upstream containerLogMaxSize, 10Mi)
+    container_log_max_files: int = MAX_FILES  # upstream containerLogMaxFiles
     plugin_backoff: BackOff | None = BackOff()  # restart delays of a dead device plugin / DRA driver; None: never
 
 
@@ -142,7 +145,9 @@ class Kubelet:
             if config and dp_inventory and dp_inventory.gpus else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
-        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
+        self.runtime = ProcessRuntime(self.root / "runtime", log_dir=self._log_dir, warm=True,
+                                      log_rotation=LogRotation(self.options.container_log_max_size,
+                                                               self.options.container_log_max_files))
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
                                     self.root / "device-plugin.log", backoff=self.options.plugin_backoff) \
             if self.has_gpus and dp_inventory.gpus and self.options.run_plugin else None
@@ -332,8 +337,8 @@ class Kubelet:
             threading.Thread(target=self.pods.node_deleted, name=f"nodegone-{self.name}", daemon=True).start()
 
     # -- helpers for the pod side ------------------------------------------------------------------
-    def _plain_log(self, spec: ContainerSpec) -> Path:
-        return log_path(self.state_dir, spec.namespace, spec.pod_name, spec.pod_uid, spec.name)
+    def _log_dir(self, spec: ContainerSpec) -> Path:
+        return container_log_dir(self.state_dir, spec.namespace, spec.pod_name, spec.pod_uid, spec.name)
 
     def _active_uids(self) -> list[str]:
         return self.pods.active_uids()
