@@ -37,6 +37,7 @@ from mockgpu.control.kubelet.podevices import ContainerAllocation, PodDevices
 from mockgpu.deviceplugin.api import api_pb2 as pb
 from mockgpu.deviceplugin.api import api_pb2_grpc as pb_grpc
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import private_dir
 
 log = logging.getLogger(__name__)
 KUBELET_SOCKET = "kubelet.sock"
@@ -103,7 +104,7 @@ class DeviceManager:
                 f"{self.socket_path} is {len(str(self.socket_path))} bytes long; a Unix socket path may have at most "
                 f"{MAX_SOCKET_PATH}: use a shorter device plugin directory"
             )
-        self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+        private_dir(self.plugin_dir)
         try:
             data = read_checkpoint(self.pods.path)
         except CorruptCheckpointError as exc:

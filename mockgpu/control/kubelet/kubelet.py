@@ -55,6 +55,7 @@ from mockgpu.deviceplugin.resources import resource_managers
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import write_node_driver
 from mockgpu.gpu.state import DeviceAllocation, StateInputs
+from mockgpu.privatefs import private_dir
 
 log = logging.getLogger(__name__)
 NODE_LEASE_NAMESPACE = "kube-node-lease"  # upstream's node lease: name = node, renewed with the status
@@ -145,6 +146,7 @@ class Kubelet:
             if config and dp_inventory and dp_inventory.gpus else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
+        private_dir(self.root / "runtime")  # 0700 from the start (node dir too); the sandbox's dirs are in it
         self.runtime = ProcessRuntime(self.root / "runtime", log_dir=self._log_dir, warm=True,
                                       log_rotation=LogRotation(self.options.container_log_max_size,
                                                                self.options.container_log_max_files))
@@ -175,7 +177,10 @@ class Kubelet:
 
     def start_devices(self) -> Kubelet:
         """The node side: driver dir, device manager (kubelet.sock) and the device plugin process."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)  # the node's state; the workload-visible dirs in it are the sandbox's (bwrap
+        # mounts them as root, so this 0700 dir does not keep the workload's uid out of them)
+        if self.plugin_watcher is not None:
+            private_dir(self.dra_dir)
         if self.inventory is not None:
             write_node_driver(self.driver_dir, self.inventory)
         self.dm.start()
