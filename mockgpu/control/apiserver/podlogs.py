@@ -23,8 +23,6 @@ from mockgpu.control.apiserver.store import Obj
 from mockgpu.control.kubelet.containerlogs import LogReader
 
 POLL_S = 0.05
-TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go strconv.ParseBool
-FALSE = ("0", "f", "F", "false", "FALSE", "False")
 
 
 def log_dir(state_dir: str | Path, namespace: str, pod: str, uid: str) -> Path:
@@ -93,12 +91,9 @@ def _int(q, name: str) -> int | None:  # noqa: ANN001 - a MultiDictProxy
 
 
 def _bool(q, name: str) -> bool:  # noqa: ANN001
+    """apimachinery's Convert_Slice_string_To_bool: absent, "0" or "false" (any case) are false, all else true."""
     v = q.get(name)
-    if v is None or v in FALSE or v == "":
-        return False
-    if v in TRUE:
-        return True
-    raise st.bad_request(f'invalid query parameter: strconv.ParseBool: parsing "{v}": invalid syntax')
+    return v is not None and v != "0" and v.lower() != "false"
 
 
 def _options(q, name: str) -> dict:  # noqa: ANN001
