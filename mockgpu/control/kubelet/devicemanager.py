@@ -6,7 +6,9 @@ Follows ``pkg/kubelet/cm/devicemanager`` (see the reference notes), with these s
   Topology Manager (NUMA filtering) are not modelled, so candidates are "no affinity" (sorted IDs);
 * when a plugin's stream ends, its devices turn unhealthy at once (allocatable 0, capacity kept),
   and the resource is dropped (capacity 0) once ``endpoint_grace`` (upstream 5 min) has passed
-  without re-registration, checked lazily in ``node_resources()`` as upstream's GetCapacity does;
+  without re-registration, checked lazily in ``node_resources()`` as upstream's GetCapacity does; a plugin
+  that registers again (the kubelet restarts a dead plugin process, ``pluginproc``) replaces the endpoint and
+  its ListAndWatch gives the devices back, while pods keep the devices checkpointed for them;
 * device plugins register only through kubelet.sock (the ``plugins_registry`` watcher, ``pluginwatcher``,
   serves DRA drivers only);
 * PodResources API is not served; ``pod_devices()`` gives the same facts in Python.
