@@ -86,8 +86,7 @@ def _int(q, name: str) -> int | None:  # noqa: ANN001 - a MultiDictProxy
     try:
         return int(q[name])
     except ValueError:
-        raise st.bad_request(f'invalid query parameter: strconv.ParseInt: parsing "{q[name]}": invalid syntax') \
-            from None
+        raise st.bad_request(f'strconv.ParseInt: parsing "{q[name]}": invalid syntax') from None
 
 
 def _bool(q, name: str) -> bool:  # noqa: ANN001
@@ -104,15 +103,16 @@ def _options(q, name: str) -> dict:  # noqa: ANN001
         try:
             since_time = datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00"))
         except ValueError:
-            raise st.bad_request(f'invalid query parameter: parsing time "{q["sinceTime"]}" as '
-                                 '"2006-01-02T15:04:05Z07:00": cannot parse') from None
+            v = q["sinceTime"]  # Go's text names the first element it could not parse; here always the year
+            raise st.bad_request(f'parsing time "{v}" as "2006-01-02T15:04:05Z07:00": cannot parse "{v}" as "2006"') \
+                from None
     causes: list[st.FieldError] = []
     if tail is not None and tail < 0:
         causes.append(st.field_invalid("tailLines", tail, "must be greater than or equal to 0"))
     if limit is not None and limit < 1:
         causes.append(st.field_invalid("limitBytes", limit, "must be greater than 0"))
     if since_s is not None and since_time is not None:
-        causes.append(st.field_forbidden("", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+        causes.append(st.field_forbidden("[]", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
     elif since_s is not None and since_s < 1:
         causes.append(st.field_invalid("sinceSeconds", since_s, "must be greater than 0"))
     if causes:
