@@ -142,7 +142,7 @@ class ResourceAPI:
             raise st.bad_request("the namespace of the provided object does not match the namespace sent on the "
                                  "request")
         check_type_meta(info.kind, body)  # the body is decoded before the store is asked (400 before 409)
-        check_decode(info.kind, body)
+        check_decode(info.kind, body, strict)
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)
