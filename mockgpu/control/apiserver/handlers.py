@@ -76,6 +76,8 @@ class ResourceAPI:
 
     def create(self, info: ResourceInfo, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
         obj = copy.deepcopy(body)
+        check_type_meta(info.kind, obj)  # decoded before the server touches the metadata, as upstream
+        check_decode(info.kind, obj, strict)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
