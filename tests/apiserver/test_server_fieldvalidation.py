@@ -225,7 +225,10 @@ WRONG_TYPES = [
     ("bad-time", _set("metadata.deletionTimestamp", "yesterday"),
      'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"'),
     ("bool-for-an-int-or-string", _set("spec.containers.0.livenessProbe", {"tcpSocket": {"port": True}}),
-     "json: cannot unmarshal bool into Go value of type int32"),
+     "json: cannot unmarshal bool into Go struct field TCPSocketAction.spec.containers.livenessProbe.ProbeHandler."
+     "tcpSocket.port of type int32"),  # the Go struct inlined into Probe is named, as encoding/json does
+    ("number-for-a-time", _set("metadata.creationTimestamp", 5),
+     "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type string"),
     ("list-for-a-quantity", _set("spec.containers.0.resources", {"limits": {"cpu": [1]}}),
      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
 ]

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 
 from mockgpu.control.apiserver import microtime
@@ -46,6 +47,7 @@ from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, PY_KINDS, schema_n
 from mockgpu.quantity import QuantityError, parse_quantity
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
+_SMP = "application/strategic-merge-patch+json"
 _OPTIONS = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _FORMATS: dict[str, dict[str, str]] = json.loads(
@@ -58,6 +60,7 @@ _FORMATS: dict[str, dict[str, str]] = json.loads(
 class _Request:
     directive: str = "Warn"
     warnings: list[str] = field(default_factory=list)
+    body_problems: list[str] = field(default_factory=list)  # found while decoding the body (YAML duplicates)
 
 
 _CURRENT: contextvars.ContextVar[_Request | None] = contextvars.ContextVar("fieldvalidation", default=None)
@@ -77,10 +80,24 @@ def directive(query: Any, verb: str) -> str:
 
 
 def warn(problems: list[str]) -> None:
-    """Strict decoding problems of a write that goes ahead: a ``Warning`` each when the request said ``Warn``."""
+    """Strict decoding problems of a write that goes ahead: a ``Warning`` each when the request said ``Warn``
+    (a YAML error's lines one each, as upstream's ``parseYAMLWarnings``)."""
     current = _CURRENT.get()
     if current is not None and current.directive == "Warn":
-        current.warnings.extend(problems)
+        for problem in problems:
+            if problem.startswith(_YAML_PREFIX):
+                current.warnings.extend(line.strip() for line in problem[len(_YAML_PREFIX):].split("\n"))
+            else:
+                current.warnings.append(problem)
+
+
+def body_problems() -> list[str]:
+    """The problems :func:`note_yaml_duplicates` found in the request's body, once (the first check takes them)."""
+    current = _CURRENT.get()
+    if current is None or not current.body_problems:
+        return []
+    taken, current.body_problems = current.body_problems, []
+    return taken
 
 
 @web.middleware
@@ -138,6 +155,44 @@ def body_duplicates(value: Any, path: str = "") -> list[str]:
     return out
 
 
+_YAML_PREFIX = "yaml: unmarshal errors:\n"
+
+
+def note_yaml_duplicates(text: bytes) -> None:
+    """A YAML body's keys given twice in one mapping, as sigs.k8s.io/yaml's strict conversion reports them
+    (``yaml: unmarshal errors:\n  line 5: key "name" already set in map``), kept for the request's check.
+    Composes the node graph (aliases are not expanded; each node is visited once)."""
+    current = _CURRENT.get()
+    if current is None or current.directive == "Ignore":
+        return
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return
+    errors, seen, todo = [], set(), [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        errors.append((key.start_mark.line + 1, key.value))
+                    keys.add(key.value)
+                todo += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    if errors:
+        current.body_problems.append(_YAML_PREFIX + "\n".join(
+            f"  line {line}: key {json.dumps(key)} already set in map" for line, key in sorted(errors)))
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 # ---- compiled schemas -------------------------------------------------------------------------------------------
 
 STRUCT, LIST, MAP = "struct", "list", "map"
@@ -156,6 +211,17 @@ class Node:
     go: str  # the Go type as encoding/json names it in errors (v1.PodSpec, []v1.Volume, map[string]string, int32)
     fields: dict[str, Node] = field(default_factory=dict)
     item: Node | None = None
+    embedded: dict[str, str] = field(default_factory=dict)  # field → the inlined Go struct that declares it
+
+
+#: Go structs inlined into a served type (``json:",inline"``): encoding/json names them in an error's field path
+#: (``spec.containers.livenessProbe.ProbeHandler.tcpSocket.port``); the client's models flatten them. Model →
+#: (inlined struct, the fields it does *not* declare).
+_EMBEDDED = {"V1Probe": ("ProbeHandler", frozenset({"failureThreshold", "initialDelaySeconds", "periodSeconds",
+                                                     "successThreshold", "terminationGracePeriodSeconds",
+                                                     "timeoutSeconds"})),
+             "V1Volume": ("VolumeSource", frozenset({"name"})),
+             "V1EphemeralContainer": ("EphemeralContainerCommon", frozenset({"targetContainerName"}))}
 
 
 def _leaf(kind: str) -> Node:
@@ -187,9 +253,12 @@ def _compile_model(name: str, structs: dict[str, Node], models: Any) -> Node | N
     definition = schema_name(name)
     node = structs[name] = Node(STRUCT, "v1." + definition.rsplit(".", 1)[-1])
     formats = _FORMATS.get(definition, {})
+    inlined, own = _EMBEDDED.get(name, ("", frozenset()))
     for attr, typ in model.openapi_types.items():
         json_name = model.attribute_map[attr]
         node.fields[json_name] = _compile_type(typ, formats.get(json_name), structs, models)
+        if inlined and json_name not in own:
+            node.embedded[json_name] = inlined
     return node
 
 
@@ -234,14 +303,18 @@ class DecodeError(ValueError):
     """A value the Go types cannot hold; the text is the decoder's (``json: cannot unmarshal ...``)."""
 
 
-def check(group: str, kind: str, obj: dict[str, Any]) -> list[str]:
+def check(group: str, kind: str, obj: dict[str, Any], *, converter: bool = False) -> list[str]:
     """Decode ``obj`` (a JSON object of ``kind``) as the Go types would: raise :class:`DecodeError` for the first
     value of the wrong type, drop unknown fields in place, and return the strict decoding problems (``unknown
-    field "spec.foo"``, ``duplicate field "metadata.name"``) for the caller to warn about or refuse."""
+    field "spec.foo"``, ``duplicate field "metadata.name"``) for the caller to warn about or refuse.
+    ``converter``: word type errors as the unstructured converter does (a strategic merge patch's result)."""
     schema = schema_of(group, kind)
     problems: list[str] = []
     if schema is not None:
-        _struct(schema, obj, "", "", problems)
+        try:
+            _struct(schema, obj, "", "", problems)
+        except _Mismatch as exc:
+            raise DecodeError(exc.text(converter)) from None
     return problems
 
 
@@ -263,7 +336,9 @@ def _struct(node: Node, obj: dict[str, Any], epath: str, spath: str, problems: l
             if len(problems) < 100:  # sigs.k8s.io/json keeps at most 100
                 problems.append(f'unknown field "{sp}"')
         elif value is not None:
-            _value(child, value, owner, f"{epath}.{key}" if epath else key, sp, problems)
+            inlined = node.embedded.get(key)
+            ep = f"{epath}.{inlined}.{key}" if inlined else f"{epath}.{key}" if epath else key
+            _value(child, value, owner, ep, sp, problems)
     for key in unknown:
         del obj[key]
 
@@ -283,25 +358,53 @@ def json_kind(value: Any) -> str:
     return {str: "string", list: "array"}.get(type(value), "object")
 
 
-def _mismatch(value: Any, owner: str, epath: str, go: str, literal: bool = False) -> DecodeError:
-    got = json_kind(value)
-    if literal and got == "number":  # encoding/json names the number it could not fit into an integer
-        got = f"number {json.dumps(value)}"
-    return DecodeError(f"json: cannot unmarshal {got} into Go struct field {owner}.{epath} of type {go}")
+class _Mismatch(Exception):
+    """A value of the wrong type, worded by :meth:`text` as the decoder of the write's path words it."""
+
+    def __init__(self, value: Any, owner: str, epath: str, go: str, kind: str, custom: bool = False) -> None:
+        super().__init__(go)
+        self.value, self.owner, self.epath, self.go, self.kind, self.custom = value, owner, epath, go, kind, custom
+
+    def text(self, converter: bool) -> str:
+        """encoding/json's ``UnmarshalTypeError``, or (``converter``: a strategic merge patch's result goes
+        through apimachinery's unstructured converter, not JSON) the converter's error."""
+        got = json_kind(self.value)
+        if not converter or self.custom:  # custom unmarshalers decode JSON in both paths, without the context
+            if got == "number" and self.kind in (INT32, INT64):  # encoding/json names the number it could not fit
+                got = f"number {json.dumps(self.value)}"
+            if converter:
+                return f"json: cannot unmarshal {got} into Go value of type {self.go}"
+            return f"json: cannot unmarshal {got} into Go struct field {self.owner}.{self.epath} of type {self.go}"
+        source = {"string": "string", "bool": "bool", "array": "slice", "object": "map"}.get(got) or (
+            "float64" if isinstance(self.value, float) else "int64")
+        if self.kind == STRUCT:
+            return f"cannot restore struct from: {source}"
+        if self.kind in (LIST, BYTES):
+            return f"cannot restore slice from {source}"
+        if self.kind == MAP:
+            return f"cannot restore map from {source}"
+        if (source, self.kind) in (("int64", STRING), ("float64", INT32), ("float64", INT64), ("int64", INT32),
+                                   ("int64", INT64)):  # Go can convert these kinds, just not these values
+            return f"cannot convert {source} to {self.kind}"
+        return f"unrecognized type: {self.kind}"
+
+
+def _mismatch(value: Any, owner: str, epath: str, go: str, kind: str = "", custom: bool = False) -> _Mismatch:
+    return _Mismatch(value, owner, epath, go, kind or go, custom)
 
 
 def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems: list[str]) -> None:
     kind = node.kind
     if kind == STRUCT:
         if not isinstance(value, dict):
-            raise _mismatch(value, owner, epath, node.go)
+            raise _mismatch(value, owner, epath, node.go, STRUCT)
         _struct(node, value, epath, spath, problems)
     elif kind == STRING or kind == BYTES:
         if not isinstance(value, str):
-            raise _mismatch(value, owner, epath, node.go)
+            raise _mismatch(value, owner, epath, node.go, kind)
     elif kind == LIST:
         if not isinstance(value, list):
-            raise _mismatch(value, owner, epath, node.go)
+            raise _mismatch(value, owner, epath, node.go, LIST)
         item = node.item
         assert item is not None
         if item.kind == STRING:
@@ -318,7 +421,7 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
                     _value(item, sub, owner, epath, f"{spath}[{i}]", problems)
     elif kind == MAP:
         if not isinstance(value, dict):
-            raise _mismatch(value, owner, epath, node.go)
+            raise _mismatch(value, owner, epath, node.go, MAP)
         for key in _take_duplicates(value):
             problems.append(f'duplicate field "{spath}.{key}"')
         item = node.item
@@ -331,7 +434,7 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
     elif kind == INT32 or kind == INT64:
         bound = 2**31 if kind == INT32 else 2**63
         if not (isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound):
-            raise _mismatch(value, owner, epath, kind, literal=True)
+            raise _mismatch(value, owner, epath, kind)
     elif kind == BOOL:
         if not isinstance(value, bool):
             raise _mismatch(value, owner, epath, kind)
@@ -343,14 +446,15 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
             parse_quantity(value if isinstance(value, str | int | float) else json.dumps(value))
         except (QuantityError, TypeError, ValueError):
             raise DecodeError(QUANTITY_MSG) from None
-    elif kind == INT_OR_STRING:  # IntOrString.UnmarshalJSON: a string, else a fresh decode into an int32
+    # the custom unmarshalers decode again into an int32 or a string; encoding/json gives their type errors the
+    # field's context (``Go struct field RollingUpdateDeployment.spec.strategy.rollingUpdate.maxSurge of type int32``)
+    elif kind == INT_OR_STRING:  # IntOrString.UnmarshalJSON: a string, else an int32
         if not isinstance(value, str) and not (isinstance(value, int) and not isinstance(value, bool)
                                                and -2**31 <= value < 2**31):
-            got = f"number {json.dumps(value)}" if json_kind(value) == "number" else json_kind(value)
-            raise DecodeError(f"json: cannot unmarshal {got} into Go value of type int32")
+            raise _mismatch(value, owner, epath, INT32, custom=True)
     elif kind == TIME or kind == MICRO_TIME:  # metav1.Time/MicroTime.UnmarshalJSON: a string, then time.Parse
         if not isinstance(value, str):
-            raise DecodeError(f"json: cannot unmarshal {json_kind(value)} into Go value of type string")
+            raise _mismatch(value, owner, epath, STRING, custom=True)
         if kind == TIME:
             err = microtime.time_error(value)
         else:
@@ -373,6 +477,7 @@ def check_body(group: str, kind: str, body: dict[str, Any], strict: bool) -> Non
         problems = check(group, kind, body)
     except DecodeError as exc:
         raise st.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {exc}') from None
+    problems = body_problems() + problems
     if problems:
         if strict:
             raise st.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {strict_error(problems)}')
@@ -387,7 +492,7 @@ def check_patched(group: str, kind: str, patched: Any, patch: Any, content_type:
     if content_type == "application/json-patch+json":
         problems = [f"json patch {p}" for p in problems]
     try:
-        problems += check(group, kind, patched) if isinstance(patched, dict) else []
+        problems += check(group, kind, patched, converter=content_type == _SMP) if isinstance(patched, dict) else []
     except DecodeError as exc:
         raise _patch_invalid(patched, patch, content_type, str(exc)) from None
     if problems:
@@ -397,10 +502,10 @@ def check_patched(group: str, kind: str, patched: Any, patch: Any, content_type:
 
 
 def _patch_invalid(patched: Any, patch: Any, content_type: str, detail: str) -> st.StatusError:
-    if content_type == "application/strategic-merge-patch+json":
+    if content_type == _SMP:
         shown = _go_print(patch)
-    else:  # jsonpatch re-encodes the document: a merge patch's keys sorted, a JSON patch's as they were
-        shown = json.dumps(patched, separators=(",", ":"), sort_keys=content_type.startswith("application/merge"))
+    else:  # the patched document as stored (upstream prints it in the Go structs' field order, with managedFields)
+        shown = json.dumps(patched, separators=(",", ":"))
     return st.invalid("", "", [st.field_invalid("patch", shown, detail)])
 
 

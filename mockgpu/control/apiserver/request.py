@@ -93,6 +93,8 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return json.loads(json.dumps(data, default=str, allow_nan=False))
         except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
             raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+        finally:
+            fieldvalidation.note_yaml_duplicates(raw)
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:

@@ -133,6 +133,7 @@ def check_decode(kind: str, obj: dict[str, Any], strict: bool = False) -> None:
         problems = fieldvalidation.check(API_VERSIONS.get(kind, "v1").rpartition("/")[0], kind, obj)
     except fieldvalidation.DecodeError as exc:
         raise _decode_error(kind, str(exc)) from None
+    problems = fieldvalidation.body_problems() + problems
     if problems:
         if strict:
             raise _decode_error(kind, fieldvalidation.strict_error(problems))
