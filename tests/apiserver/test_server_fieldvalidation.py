@@ -283,3 +283,30 @@ def test_other_groups_are_checked_from_their_models(http: Http) -> None:
              "colour": "red"}
     got, out, warnings = http("POST", "/apis/events.k8s.io/v1/namespaces/default/events", event)
     assert got == 201 and warnings == [_warning('unknown field "colour"')] and "colour" not in out
+
+
+YAML_DUP = (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  name: %s-b\n"
+            b"spec:\n  containers:\n  - name: main\n    image: busybox\n")
+
+
+def test_duplicate_keys_in_a_yaml_body(http: Http) -> None:
+    got, out, warnings = http("POST", PODS, raw=YAML_DUP % (b"ydup", b"ydup"), content_type="application/yaml")
+    assert (got, out["metadata"]["name"]) == (201, "ydup-b"), out  # the last value, as sigs.k8s.io/yaml keeps it
+    assert warnings == [_warning('line 5: key "name" already set in map')]
+    got, out, _ = http("POST", PODS + "?fieldValidation=Strict", raw=YAML_DUP % (b"ys", b"ys"),
+                       content_type="application/yaml")
+    assert (got, out["message"]) == (400, 'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                                          'yaml: unmarshal errors:\n  line 5: key "name" already set in map')
+    _delete(http, "ydup-b")
+
+
+def test_a_strategic_merge_patch_result_is_worded_as_the_unstructured_converter(http: Http) -> None:
+    assert http("POST", PODS, pod("smp"))[0] == 201
+    got, out, _ = http("PATCH", f"{PODS}/smp", {"spec": {"activeDeadlineSeconds": "10"}},
+                       content_type="application/strategic-merge-patch+json")
+    assert (got, out["message"]) == (422, ' "" is invalid: patch: Invalid value: '
+                                          '"map[spec:map[activeDeadlineSeconds:10]]": unrecognized type: int64')
+    got, out, warnings = http("PATCH", f"{PODS}/smp", {"spec": {"foo": 1}},
+                              content_type="application/strategic-merge-patch+json")
+    assert (got, warnings) == (200, [_warning('unknown field "spec.foo"')]) and "foo" not in out["spec"]
+    _delete(http, "smp")
