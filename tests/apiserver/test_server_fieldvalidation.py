@@ -310,3 +310,11 @@ def test_a_strategic_merge_patch_result_is_worded_as_the_unstructured_converter(
                               content_type="application/strategic-merge-patch+json")
     assert (got, warnings) == (200, [_warning('unknown field "spec.foo"')]) and "foo" not in out["spec"]
     _delete(http, "smp")
+
+
+def test_a_refused_write_still_carries_its_warnings(http: Http) -> None:
+    body = pod("Not_A_Name")
+    body["spec"]["foo"] = 1
+    got, out, warnings = http("POST", PODS, body)
+    assert (got, out["reason"]) == (422, "Invalid")
+    assert warnings == [_warning('unknown field "spec.foo"')]

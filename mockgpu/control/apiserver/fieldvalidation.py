@@ -43,6 +43,7 @@ from aiohttp import web
 
 from mockgpu.control.apiserver import microtime
 from mockgpu.control.apiserver import status as st
+from mockgpu.control.apiserver.auth import status_response
 from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, PY_KINDS, schema_name
 from mockgpu.quantity import QuantityError, parse_quantity
 
@@ -104,12 +105,17 @@ def body_problems() -> list[str]:
 async def warnings_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Collect each request's warnings and send them as ``Warning`` headers, as upstream's ``warning.AddWarning``
     (code 299, agent ``-``, the text quoted as Go's ``strconv.Quote``)."""
-    token = _CURRENT.set(_Request())
+    current = _Request()
+    token = _CURRENT.set(current)
     try:
-        response = await handler(request)
-        current = _CURRENT.get()
-        for text in dict.fromkeys(current.warnings if current else []):  # upstream sends each text once
-            if not response.prepared:
+        try:
+            response = await handler(request)
+        except st.StatusError as err:  # a write refused after a warning still carries it, as upstream's
+            if not current.warnings:
+                raise
+            response = status_response(err)
+        if not response.prepared:
+            for text in dict.fromkeys(current.warnings):  # upstream sends each text once
                 response.headers.add("Warning", f"299 - {json.dumps(text)}")
         return response
     finally:
@@ -467,12 +473,12 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
             raise DecodeError(err)
 
 
-# ---- entry points for the HTTP layer ----------------------------------------------------------------------------
+# ---- entry points for the write path ---------------------------------------------------------------------------
 
 def check_body(group: str, kind: str, body: dict[str, Any], strict: bool) -> None:
     """A create or update body of ``kind``: 400 as the REST handler's decoder words it (``<Kind> in version "v1"
-    cannot be handled as a <Kind>: ...``) for a wrong type, or for unknown/duplicate fields when ``strict``;
-    otherwise those fields are dropped and warned about."""
+    cannot be handled as a <Kind>: ...``, "v1" in every group) for a wrong type, or for unknown/duplicate fields
+    when ``strict``; otherwise those fields are dropped and warned about."""
     try:
         problems = check(group, kind, body)
     except DecodeError as exc:

@@ -27,7 +27,6 @@ from mockgpu.control.apiserver import (
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
-    StatusError,
     bad_request,
     field_duplicate,
     field_invalid,
@@ -121,23 +120,11 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
     raise bad_request(prefix + f"converting ({version}.{body_kind}) to ({internal}.{kind}): unknown conversion")
 
 
-def _decode_error(kind: str, detail: str) -> StatusError:
-    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')  # v1 in every group
-
-
 def check_decode(kind: str, obj: dict[str, Any], strict: bool = False) -> None:
     """What decoding into the Go types does (``fieldvalidation``): 400 for a value of the wrong JSON type or a
     malformed quantity or time; unknown fields dropped (in place) and, with duplicate fields, warned about, or
     400 when ``strict``."""
-    try:
-        problems = fieldvalidation.check(API_VERSIONS.get(kind, "v1").rpartition("/")[0], kind, obj)
-    except fieldvalidation.DecodeError as exc:
-        raise _decode_error(kind, str(exc)) from None
-    problems = fieldvalidation.body_problems() + problems
-    if problems:
-        if strict:
-            raise _decode_error(kind, fieldvalidation.strict_error(problems))
-        fieldvalidation.warn(problems)
+    fieldvalidation.check_body(API_VERSIONS.get(kind, "v1").rpartition("/")[0], kind, obj, strict)
 
 
 def _pod_spec_of(kind: str, obj: dict[str, Any]) -> Any:
