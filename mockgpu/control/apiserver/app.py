@@ -27,6 +27,7 @@ from mockgpu.control.apiserver.request import (
     JSON,
     PATCH_TYPES,
     Target,
+    check_namespace_segment,
     check_type_meta_types,
     decode_continue,
     delete_options,
@@ -136,6 +137,7 @@ class APIApp:
             raise st.method_not_allowed(verb, f"{t.info.plural}/{t.sub}" if t.sub else t.info.plural, t.info.group)
         if t.info.namespaced and t.namespace is None and verb not in ("list", "watch"):
             raise not_found_path()
+        check_namespace_segment(t, verb)
         ns = t.namespace or ""
         if verb == "watch":
             return await serve_watch(request, self, t.info, t.namespace, t.name)
@@ -150,7 +152,8 @@ class APIApp:
                                        lambda: self.store.get("pods", ns, t.name or ""))
             return self._object_response(request, t.info, obj)
         dry_run = dry_run_of(q.getall("dryRun", []), verb)
-        body = await self._body(request) if method in ("POST", "PUT", "PATCH") else None
+        kind = None if verb == "patch" else {"binding": "Binding", "eviction": "Eviction"}.get(t.sub or "", t.info.kind)
+        body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         strict = q.get("fieldValidation") == "Strict"
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict)
@@ -171,8 +174,8 @@ class APIApp:
             return await self._delete_collection(request, t)
         raise st.method_not_allowed(method, t.info.kind)
 
-    async def _body(self, request: web.Request) -> Any:
-        body = await read_body(request)
+    async def _body(self, request: web.Request, kind: str | None) -> Any:
+        body = await read_body(request, kind=kind)
         if request.method != "PATCH":
             check_type_meta_types(body)
         return body
@@ -241,7 +244,7 @@ class APIApp:
         if verb == "get":
             return json_response(workloads.to_scale(current))
         dry_run = dry_run_of(request.query.getall("dryRun", []), verb)
-        body = await self._body(request)
+        body = await self._body(request, None if verb == "patch" else "Scale")
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if ctype not in PATCH_TYPES:
@@ -359,7 +362,7 @@ class APIApp:
         if q.get("resourceVersion") not in (None, "", "0"):
             raise st.bad_request("specifying resource version is not allowed when using continue")
         if token_rv > self.store.rv:
-            raise st.server_timeout(f"Too large resource version: {token_rv}, current: {self.store.rv}")
+            raise st.too_large_resource_version(token_rv, self.store.rv)
         if 0 < token_rv <= self.store.compacted:
             err = st.gone(INCONSISTENT_CONTINUE)
             err.status["metadata"] = {"continue": encode_continue(-1, start)}
@@ -379,7 +382,7 @@ class APIApp:
         except ValueError:
             raise st.bad_request(f'invalid resource version "{given}"') from None
         if wanted > rv:
-            raise st.server_timeout(f"Too large resource version: {wanted}, current: {rv}")
+            raise st.too_large_resource_version(wanted, rv)
         if q.get("resourceVersionMatch") == "Exact" and wanted != rv:
             raise st.too_old_resource_version(wanted, rv)
         return rv

@@ -16,9 +16,10 @@
   ``maxJSONPatchOperations``) and at most ``JSON_PATCH_MAX_COPY_BYTES`` copied by ``copy`` operations
   (``--json-patch-max-copy-bytes`` → ``jsonpatch.AccumulatedCopySizeLimit``, 422).
 - Stored objects: at most ``MAX_OBJECT_BYTES`` encoded (etcd's default ``--max-request-bytes``, 1.5 MiB). etcd
-  refuses a larger write with "etcdserver: request is too large", which kube-apiserver does not convert: the
-  client gets a 500 whose reason is empty (``responsewriters.ErrorToAPIStatus``). Simplified: the object's
-  JSON is measured, where etcd measures the protobuf-encoded request (a little smaller for most kinds).
+  refuses a larger write with "etcdserver: request is too large" (and past 2 MiB kube-apiserver's etcd client
+  refuses to send it), which kube-apiserver does not convert: the client gets a 500 whose reason is empty
+  (``responsewriters.ErrorToAPIStatus``; checked against v1.37.2). Simplified: the object's JSON is measured,
+  where etcd measures the protobuf-encoded request (a little smaller for most kinds).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ MAX_DEPTH = 10000
 MAX_JSON_PATCH_OPS = 10000
 JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024
 MAX_OBJECT_BYTES = 1536 * 1024
+ETCD_CLIENT_MAX_SEND_BYTES = 2 * 1024 * 1024  # kube-apiserver's etcd client: grpc MaxCallSendMsgSize
 #: bodies smaller than this are decoded on the event loop (a thread hop costs more than decoding them)
 INLINE_DECODE_BYTES = 64 * 1024
 
@@ -149,45 +151,58 @@ def _children(node: Node) -> list[Node]:
 def check_aliasing(root: Node) -> None:
     """Count decode steps over the composed node graph in document order, as goyaml's decoder takes them: an
     alias costs one step plus every step of what it names, all counted as alias steps. Raises
-    :class:`YAMLLimitError` as soon as the aliased share is excessive, before anything is expanded; the work is
-    linear in the document (each anchored node's size is computed once)."""
-    sizes: dict[int, int] = {}  # id(node) → its decode steps, for nodes fully visited (anchors)
+    :class:`YAMLLimitError` as soon as the aliased share is excessive, and ``too_large`` when the expanded
+    document would exceed the body limit (a long string named many times stays under the step rule), both
+    before anything is expanded. The work is linear in the document: each node's cost is computed once."""
+    cost: dict[int, tuple[int, int]] = {}  # id(node) → (decode steps, expanded bytes), once fully visited
     open_nodes: set[int] = set()
     decode = alias = 0
-    # iterative pre-order walk; ("exit", node) entries close a collection and record its size
-    stack: list[tuple[str, Node]] = [("enter", root)]
-    counts: list[int] = []  # per open collection: decode steps so far inside it
+    stack: list[tuple[bool, Node]] = [(False, root)]  # (closing, node): a pre-order walk without recursion
+    sums: list[list[int]] = []  # per open collection: [steps, bytes] so far
+    total_bytes = 0
     while stack:
-        action, node = stack.pop()
-        if action == "exit":
+        closing, node = stack.pop()
+        if closing:
             open_nodes.discard(id(node))
-            size = counts.pop()
-            sizes[id(node)] = size
-            if counts:
-                counts[-1] += size
+            steps, size = sums.pop()
+            cost[id(node)] = (steps, size)
+            if sums:
+                sums[-1][0] += steps
+                sums[-1][1] += size
+            else:
+                total_bytes = size
             continue
         if id(node) in open_nodes:
             raise YAMLLimitError("yaml: anchor value contains itself")
-        if id(node) in sizes:  # seen before: this occurrence is an alias
-            size = 1 + sizes[id(node)]
-            decode += size
-            alias += size - 1
-            if counts:
-                counts[-1] += size
+        if id(node) in cost:  # seen before: this occurrence is an alias
+            steps, size = cost[id(node)]
+            decode += 1 + steps
+            alias += steps
+            if sums:
+                sums[-1][0] += 1 + steps
+                sums[-1][1] += size
         else:
             decode += 1
             children = _children(node)
-            if children:
+            if isinstance(node, SequenceNode | MappingNode):
                 open_nodes.add(id(node))
-                counts.append(1)
-                stack.append(("exit", node))
-                stack.extend(("enter", c) for c in reversed(children))
+                sums.append([1, 2 + len(children)])  # brackets, commas and colons
+                stack.append((True, node))
+                stack.extend((False, c) for c in reversed(children))
             else:
-                sizes[id(node)] = 1
-                if counts:
-                    counts[-1] += 1
+                leaf = (1, len(node.value) + 2)
+                cost[id(node)] = leaf
+                if sums:
+                    sums[-1][0] += 1
+                    sums[-1][1] += leaf[1]
+                else:
+                    total_bytes = leaf[1]
         if alias > 100 and decode > 1000 and alias / decode > allowed_alias_ratio(decode):
             raise YAMLLimitError("yaml: document contains excessive aliasing")
+        if sums and sums[-1][1] > MAX_BODY_BYTES:  # every addition lands in the innermost open collection
+            raise too_large()
+    if total_bytes > MAX_BODY_BYTES:
+        raise too_large()
 
 
 def load_yaml(text: str) -> Any:
@@ -212,8 +227,16 @@ def load_yaml(text: str) -> Any:
 # ---- stored objects ------------------------------------------------------------------------------------------
 
 def check_stored_size(encoded: str | bytes) -> None:
-    """etcd's request limit on one object (raised before anything is written)."""
-    if len(encoded) > MAX_OBJECT_BYTES:
-        err = st.internal_error("")
-        err.status.update(message="etcdserver: request is too large", reason="")
-        raise err
+    """etcd's request limit on one object (raised before anything is written): past ``MAX_OBJECT_BYTES`` etcd
+    refuses the write; past ``ETCD_CLIENT_MAX_SEND_BYTES`` kube-apiserver's etcd client does not even send it.
+    Either error reaches the client unconverted: a 500 with no reason."""
+    size = len(encoded)
+    if size <= MAX_OBJECT_BYTES:
+        return
+    message = "etcdserver: request is too large" if size <= ETCD_CLIENT_MAX_SEND_BYTES else (
+        "rpc error: code = ResourceExhausted desc = trying to send message larger than max "
+        f"({size} vs. {ETCD_CLIENT_MAX_SEND_BYTES})")
+    err = st.internal_error("")
+    err.status.update(message=message)
+    err.status.pop("reason", None)
+    raise err

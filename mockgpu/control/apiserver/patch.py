@@ -54,8 +54,11 @@ def apply_patch(obj: dict[str, Any], body: bytes | str | dict | list, content_ty
     patch = _decode(body)
     if ctype == JSON_PATCH:
         return json_patch(obj, [] if patch is None else patch)  # Go decodes null as an empty patch
-    if ctype == MERGE_PATCH and (patch is None or not isinstance(patch, dict | list)):
+    if ctype == MERGE_PATCH and patch is None:
         raise bad_request("Invalid JSON Patch")  # evanphx/json-patch MergePatch: ErrBadJSONPatch
+    if ctype == MERGE_PATCH and not isinstance(patch, dict):  # the strict decode (fieldValidation=Warn) comes first
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(patch)} into Go value of type "
+                          "map[string]interface {}")
     if patch is None:  # strategic: null decodes to an empty map, a patch that changes nothing
         return copy.deepcopy(obj)
     if not isinstance(patch, dict):
@@ -176,14 +179,19 @@ def _add(doc: Any, path: str, value: Any, op: str, replace: bool = False) -> Any
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """RFC 6902 on a copy of ``obj``; a malformed patch is 400, one that does not apply 422."""
     if not isinstance(ops, list):
-        raise bad_request(f"json: cannot unmarshal {_jtype(ops)} into Go value of type jsonpatch.Patch")
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(ops)} into Go value of type "
+                          "[]handlers.jsonPatchOp")
     if len(ops) > limits.MAX_JSON_PATCH_OPS:
-        raise too_large(f"The allowed maximum operations in a JSON patch is {limits.MAX_JSON_PATCH_OPS}, "
+        raise too_large(f"Request entity too large: The allowed maximum operations in a JSON patch is "
+                        f"{limits.MAX_JSON_PATCH_OPS}, "
                         f"got {len(ops)}")
     doc: Any = copy.deepcopy(obj)
     copied = 0  # bytes duplicated by copy operations (jsonpatch.AccumulatedCopySizeLimit)
     for op in ops:
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+        if not isinstance(op, dict):
+            raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op)} into Go value of type "
+                              "handlers.jsonPatchOp")
+        if not isinstance(op.get("op"), str):
             raise bad_request(f"invalid operation {json.dumps(op)}: missing op")
         kind, path = op["op"], op.get("path")
         if kind in ("add", "replace", "test") and "value" not in op:

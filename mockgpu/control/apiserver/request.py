@@ -71,6 +71,25 @@ def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = Non
     return Target(info, ns, name, sub, watch)
 
 
+def check_namespace_segment(t: Target, verb: str) -> None:
+    """A namespace '.' or '..' in the URL: upstream's storage refuses the key it would make with an error it does
+    not convert, so the client gets a 500 (``etcd3/store.go`` ``prepareKey``: "invalid key"; on create the
+    namer's "invalid resource name")."""
+    ns = t.namespace
+    if ns not in (".", ".."):
+        return
+    if verb == "create":
+        text = f"invalid resource name {json.dumps(ns)}: [may not be '{ns}']"
+        err = st.internal_error(text)
+        err.status["details"] = {"causes": [{"message": text}]}
+        raise err
+    err = st.internal_error("")
+    key = f"/{t.info.plural}/{ns}" + (f"/{t.name}" if t.name else "")
+    err.status.update(message=f"invalid key: {json.dumps(key)}")
+    err.status.pop("reason", None)
+    raise err
+
+
 def encode(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
@@ -97,10 +116,11 @@ def request_path(request: web.Request) -> str:
     return unquote(request.raw_path.split("?", 1)[0]).rstrip("/") or "/"
 
 
-async def read_body(request: web.Request, empty: Any = None) -> Any:
+async def read_body(request: web.Request, empty: Any = None, kind: str | None = None) -> Any:
     """The decoded body within ``limits.MAX_BODY_BYTES`` (413 beyond). Large and YAML bodies are decoded on a
     worker thread, so other requests (``/readyz``, watches) are served meanwhile. With ``empty``, an empty
-    body decodes to it (DELETE)."""
+    body decodes to it (DELETE); with ``kind``, a body that does not decode is reported as upstream's
+    serializer reports it for that kind."""
     raw = await request.read()  # aiohttp stops reading past client_max_size (413 then)
     if len(raw) > limits.MAX_BODY_BYTES:
         raise limits.too_large()
@@ -108,13 +128,14 @@ async def read_body(request: web.Request, empty: Any = None) -> Any:
         return empty
     ctype = request.headers.get("Content-Type", JSON)
     if len(raw) <= limits.INLINE_DECODE_BYTES and "yaml" not in ctype:
-        return decode_body(raw, ctype)
-    return await asyncio.get_running_loop().run_in_executor(None, decode_body, raw, ctype)
+        return decode_body(raw, ctype, kind)
+    return await asyncio.get_running_loop().run_in_executor(None, decode_body, raw, ctype, kind)
 
 
-def decode_body(raw: bytes, content_type: str) -> Any:
+def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats. Bounded
-    as upstream bounds it (``limits``: nesting depth, YAML aliases, the size of a YAML body's JSON form)."""
+    as upstream bounds it (``limits``: nesting depth, YAML aliases, the size of a YAML body's JSON form). With
+    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``)."""
     ctype = content_type.split(";")[0].strip().lower() or JSON
     if ctype == protobuf.CONTENT_TYPE:
         return protobuf.decode(raw)
@@ -122,13 +143,41 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
-            raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+            if kind is None:
+                raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+            raise unrecognized(kind, _yaml_error(exc), raw) from None
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
         return limits.load_json(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        base = f"couldn't get version/kind; json parse error: {exc}"
+        raise (st.bad_request(base) if kind is None else unrecognized(kind, base, raw)) from None
+    except st.StatusError as err:  # nested too deep
+        if kind is None:
+            raise
+        raise unrecognized(kind, err.status["message"], raw) from None
+
+
+def unrecognized(kind: str, base: str, raw: bytes) -> st.StatusError:
+    """upstream ``transformDecodeError`` when the body's kind could not be read: the error and the body's start
+    (``summarizeData``: 30 bytes, as text when it starts with '{', else hex)."""
+    head = raw[:30]
+    summary = head.decode("utf-8", "replace") if raw[:1] == b"{" else head.hex()
+    if len(raw) > 30:
+        summary += " ..."
+    return st.bad_request(f"the object provided is unrecognized (must be of type {kind}): {base} "
+                          f"({summary or '<empty>'})")
+
+
+def _yaml_error(exc: Exception) -> str:
+    """A YAML error as goyaml words it: ``yaml: line N: problem``."""
+    if isinstance(exc, limits.YAMLLimitError):
+        return str(exc)
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"yaml: line {mark.line + 1}: {problem}"
+    return f"yaml: {exc}"
 
 
 def _go_type(value: Any) -> str:
