@@ -39,7 +39,6 @@ from mockgpu.control.apiserver.request import (
     not_found_path,
     parse_path,
     read_body,
-    request_path,
     sort_key,
     verb_of,
     wants_table,
@@ -69,7 +68,7 @@ class APIApp:
     # ---- routing -----------------------------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        path = request_path(request)
+        path = request.path.rstrip("/") or "/"
         accept = request.headers.get("Accept", "")
         if request.method == "GET":
             simple = self._simple_get(path, accept)

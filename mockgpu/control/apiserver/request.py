@@ -11,7 +11,6 @@ import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 import yaml
 from aiohttp import web
@@ -107,13 +106,6 @@ def wants_table(accept: str) -> str | None:
         if part.split(";")[0].strip() in (JSON, "*/*", "application/yaml"):
             return None
     return None
-
-
-def request_path(request: web.Request) -> str:
-    """The request's path as sent, percent-decoded, without a trailing '/'. aiohttp's ``request.path`` resolves
-    '.' and '..' segments (``/namespaces/ns/pods/..`` would become ``/namespaces/ns``); Go's server, like
-    kube-apiserver's handlers, takes them literally, so they are names here (and refused as names are)."""
-    return unquote(request.raw_path.split("?", 1)[0]).rstrip("/") or "/"
 
 
 async def read_body(request: web.Request, empty: Any = None, kind: str | None = None) -> Any:
