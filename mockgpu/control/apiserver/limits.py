@@ -10,8 +10,10 @@
 - YAML: aliases are counted as goyaml (``go.yaml.in/yaml/v2`` ``decode.go``, which ``sigs.k8s.io/yaml``
   uses) counts them: once more than 100 of at least 1000 decode steps came from alias expansion and their share
   exceeds :func:`allowed_alias_ratio`, the document is refused with "yaml: document contains excessive
-  aliasing" before anything is expanded. Simplified: nesting is bounded by libyaml's own limit (1000), not
-  goyaml's 10000, so YAML nested deeper than 1000 is a 400 where upstream would accept it.
+  aliasing" before anything is expanded. Two bounds of our own: a YAML body may expand to at most
+  ``MAX_YAML_EXPANDED_BYTES`` of JSON (upstream has no such bound: a long string named 99 times passes goyaml's
+  rule; we answer 413 rather than build hundreds of MB), and nesting is bounded by libyaml's own limit (1000),
+  not goyaml's 10000, so YAML nested deeper than 1000 is a 400 where upstream would accept it.
 - JSON patches: at most ``MAX_JSON_PATCH_OPS`` operations (413, ``handlers/patch.go``
   ``maxJSONPatchOperations``) and at most ``JSON_PATCH_MAX_COPY_BYTES`` copied by ``copy`` operations
   (``--json-patch-max-copy-bytes`` → ``jsonpatch.AccumulatedCopySizeLimit``, 422).
@@ -39,6 +41,7 @@ MAX_JSON_PATCH_OPS = 10000
 JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024
 MAX_OBJECT_BYTES = 1536 * 1024
 ETCD_CLIENT_MAX_SEND_BYTES = 2 * 1024 * 1024  # kube-apiserver's etcd client: grpc MaxCallSendMsgSize
+MAX_YAML_EXPANDED_BYTES = 32 * 1024 * 1024
 #: bodies smaller than this are decoded on the event loop (a thread hop costs more than decoding them)
 INLINE_DECODE_BYTES = 64 * 1024
 
@@ -152,7 +155,7 @@ def check_aliasing(root: Node) -> None:
     """Count decode steps over the composed node graph in document order, as goyaml's decoder takes them: an
     alias costs one step plus every step of what it names, all counted as alias steps. Raises
     :class:`YAMLLimitError` as soon as the aliased share is excessive, and ``too_large`` when the expanded
-    document would exceed the body limit (a long string named many times stays under the step rule), both
+    document would exceed ``MAX_YAML_EXPANDED_BYTES`` (a long string named many times passes the step rule), both
     before anything is expanded. The work is linear in the document: each node's cost is computed once."""
     cost: dict[int, tuple[int, int]] = {}  # id(node) → (decode steps, expanded bytes), once fully visited
     open_nodes: set[int] = set()
@@ -199,15 +202,15 @@ def check_aliasing(root: Node) -> None:
                     total_bytes = leaf[1]
         if alias > 100 and decode > 1000 and alias / decode > allowed_alias_ratio(decode):
             raise YAMLLimitError("yaml: document contains excessive aliasing")
-        if sums and sums[-1][1] > MAX_BODY_BYTES:  # every addition lands in the innermost open collection
+        if sums and sums[-1][1] > MAX_YAML_EXPANDED_BYTES:  # every addition lands in the innermost open collection
             raise too_large()
-    if total_bytes > MAX_BODY_BYTES:
+    if total_bytes > MAX_YAML_EXPANDED_BYTES:
         raise too_large()
 
 
 def load_yaml(text: str) -> Any:
     """One YAML document as the JSON value ``sigs.k8s.io/yaml.YAMLToJSON`` makes of it (timestamps become
-    strings; .inf/.nan are refused), with goyaml's alias limit and the body limit on its JSON form."""
+    strings; .inf/.nan are refused), with goyaml's alias limit and a bound on its JSON form."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -219,7 +222,7 @@ def load_yaml(text: str) -> Any:
     finally:
         loader.dispose()
     encoded = json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
-    if len(encoded) > MAX_BODY_BYTES:
+    if len(encoded) > MAX_YAML_EXPANDED_BYTES:
         raise too_large()
     return json.loads(encoded)
 
