@@ -54,6 +54,7 @@ class APIApp:
     def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0,
                  root_ca: str | None = None) -> None:
         limits.ensure_recursion_headroom()
+        limits.return_freed_buffers()
         self.store = store
         self.state_dir = Path(state_dir)
         self.hub = WatchHub(store)
