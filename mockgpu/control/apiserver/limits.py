@@ -59,7 +59,8 @@ def ensure_recursion_headroom() -> None:
     """Let Python recurse as deep as allowed input nests (deepcopy, merging and encoding recurse per level).
 
     Input deeper than ``MAX_DEPTH`` is refused before anything recurses over it; Python calls do not use the C
-    stack (3.11), and the C recursion of ``json`` stays within ``MAX_DEPTH`` levels.
+    stack (3.11), and the C recursion of ``json`` stays within ``MAX_DEPTH`` levels. Called when the server
+    starts and before each body is decoded (cel-python's ``Environment()`` sets the limit to 2500 each time).
     """
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)

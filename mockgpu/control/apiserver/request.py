@@ -113,6 +113,7 @@ async def read_body(request: web.Request, empty: Any = None, kind: str | None = 
     worker thread, so other requests (``/readyz``, watches) are served meanwhile. With ``empty``, an empty
     body decodes to it (DELETE); with ``kind``, a body that does not decode is reported as upstream's
     serializer reports it for that kind."""
+    limits.ensure_recursion_headroom()  # again: celpy lowers the limit whenever a CEL environment is made
     raw = await request.read()  # aiohttp stops reading past client_max_size (413 then)
     if len(raw) > limits.MAX_BODY_BYTES:
         raise limits.too_large()
