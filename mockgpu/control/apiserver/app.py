@@ -16,26 +16,29 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import access, discovery, eventsv1, fieldvalidation, openapi, protobuf, workloads
+from mockgpu.control.apiserver import access, discovery, eventsv1, fieldvalidation, limits, openapi, protobuf, workloads
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
+from mockgpu.control.apiserver.auth import guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.podlogs import serve_log
 from mockgpu.control.apiserver.request import (
+    INCONSISTENT_CONTINUE,
     JSON,
     PATCH_TYPES,
     Target,
+    check_namespace_segment,
     check_type_meta_types,
-    decode_body,
     decode_continue,
     delete_options,
+    dry_run_of,
     encode,
     encode_continue,
     int_param,
     json_response,
     not_found_path,
     parse_path,
+    read_body,
     sort_key,
     verb_of,
     wants_table,
@@ -50,6 +53,8 @@ class APIApp:
 
     def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0,
                  root_ca: str | None = None) -> None:
+        limits.ensure_recursion_headroom()
+        limits.return_freed_buffers()
         self.store = store
         self.state_dir = Path(state_dir)
         self.hub = WatchHub(store)
@@ -59,7 +64,7 @@ class APIApp:
         self._openapi: dict[str, bytes] = {}
         self._openapi_lock = asyncio.Lock()
         self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
-                                   client_max_size=MAX_BODY_BYTES)
+                                   client_max_size=limits.MAX_BODY_BYTES)
         self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
 
     # ---- routing -----------------------------------------------------------------------------------------
@@ -133,6 +138,7 @@ class APIApp:
             raise st.method_not_allowed(verb, f"{t.info.plural}/{t.sub}" if t.sub else t.info.plural, t.info.group)
         if t.info.namespaced and t.namespace is None and verb not in ("list", "watch"):
             raise not_found_path()
+        check_namespace_segment(t, verb)
         ns = t.namespace or ""
         if verb == "watch":
             return await serve_watch(request, self, t.info, t.namespace, t.name)
@@ -146,9 +152,10 @@ class APIApp:
                 return await serve_log(request, self.state_dir, obj,
                                        lambda: self.store.get("pods", ns, t.name or ""))
             return self._object_response(request, t.info, obj)
+        dry_run = dry_run_of(q.getall("dryRun", []), verb)
         strict = verb in ("create", "update", "patch") and fieldvalidation.directive(q, verb) == "Strict"
-        body = await self._body(request) if method in ("POST", "PUT", "PATCH") else None
-        dry_run = "All" in q.getall("dryRun", [])
+        kind = None if verb == "patch" else {"binding": "Binding", "eviction": "Eviction"}.get(t.sub or "", t.info.kind)
+        body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict)
         if verb in ("update", "patch"):
@@ -168,11 +175,8 @@ class APIApp:
             return await self._delete_collection(request, t)
         raise st.method_not_allowed(method, t.info.kind)
 
-    async def _body(self, request: web.Request) -> Any:
-        raw = await request.read()
-        if len(raw) > MAX_BODY_BYTES:
-            raise st.too_large()
-        body = decode_body(raw, request.headers.get("Content-Type", JSON))
+    async def _body(self, request: web.Request, kind: str | None) -> Any:
+        body = await read_body(request, kind=kind)
         if request.method != "PATCH":
             check_type_meta_types(body)
         return body
@@ -241,7 +245,8 @@ class APIApp:
         current = self.api.get(t.info, ns, name)
         if verb == "get":
             return json_response(workloads.to_scale(current))
-        body = await self._body(request)
+        dry_run = dry_run_of(request.query.getall("dryRun", []), verb)
+        body = await self._body(request, None if verb == "patch" else "Scale")
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if ctype not in PATCH_TYPES:
@@ -261,7 +266,6 @@ class APIApp:
         if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
             raise st.conflict(t.info.plural, name, t.info.group)
         new = {**current, "spec": {**current.get("spec", {}), "replicas": replicas}}
-        dry_run = "All" in request.query.getall("dryRun", [])
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
         return json_response(workloads.to_scale(obj))
 
@@ -286,8 +290,7 @@ class APIApp:
         return eventsv1.to_core(body)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
-        raw = await request.read()
-        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        body = await read_body(request, empty={})
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
         if t.info.plural in ("pods", "namespaces") or t.info.group == "resource.k8s.io" or not removed:
@@ -297,8 +300,7 @@ class APIApp:
         return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))
 
     async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
-        raw = await request.read()
-        body = decode_body(raw, request.headers.get("Content-Type", JSON)) if raw.strip() else {}
+        body = await read_body(request, empty={})
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         for obj in list(self.select(request.query, t.info, t.namespace)):
             meta = obj["metadata"]
@@ -335,7 +337,8 @@ class APIApp:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         token = q.get("continue")
         if token:
-            start = decode_continue(token)
+            start, token_rv = decode_continue(token)
+            self._check_continue_rv(q, token_rv, start)
             items = [o for o in items if sort_key(o) > start]
         if limit and limit > 0 and len(items) > limit:
             rest = len(items) - limit
@@ -351,6 +354,19 @@ class APIApp:
         return json_response({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
                               "items": [_without_type_meta(self.present(info, o)) for o in items]})
 
+    def _check_continue_rv(self, q: Any, token_rv: int, start: tuple[str, str]) -> None:
+        """A continued list is served at the version of its first page upstream; here from the current objects
+        (simplified: no snapshots are kept), so only versions that cannot be served at all are refused: newer
+        than the store (504, as the watch cache after its wait), compacted (410 with a token to go on)."""
+        if q.get("resourceVersion") not in (None, "", "0"):
+            raise st.bad_request("specifying resource version is not allowed when using continue")
+        if token_rv > self.store.rv:
+            raise st.too_large_resource_version(token_rv, self.store.rv)
+        if 0 < token_rv <= self.store.compacted:
+            err = st.gone(INCONSISTENT_CONTINUE)
+            err.status["metadata"] = {"continue": encode_continue(-1, start)}
+            raise err
+
     def _check_list_rv(self, q: Any) -> int:
         """List semantics of resourceVersion: unset/"0" → now; NotOlderThan a future version → 504;
         Exact → only the current version can be served (older snapshots are not kept)."""
@@ -365,7 +381,7 @@ class APIApp:
         except ValueError:
             raise st.bad_request(f'invalid resource version "{given}"') from None
         if wanted > rv:
-            raise st.server_timeout(f"Too large resource version: {wanted}, current: {rv}")
+            raise st.too_large_resource_version(wanted, rv)
         if q.get("resourceVersionMatch") == "Exact" and wanted != rv:
             raise st.too_old_resource_version(wanted, rv)
         return rv

@@ -13,11 +13,10 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from mockgpu.control.apiserver import status as st
+from mockgpu.control.apiserver.limits import MAX_BODY_BYTES, too_large
 
 log = logging.getLogger("mockgpu.apiserver")
 
-#: kube-apiserver's default ``--max-request-body-bytes`` limit (3 MiB).
-MAX_BODY_BYTES = 3 * 1024 * 1024
 #: health endpoints answer without a token (upstream lets system:unauthenticated read them).
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
 
@@ -40,12 +39,12 @@ def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamRe
                 if not hmac.compare_digest(given, expected):
                     raise st.unauthorized()
             if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-                raise st.too_large()
+                raise too_large()
             return await handler(request)
         except st.StatusError as err:
             return status_response(err)
         except web.HTTPRequestEntityTooLarge:
-            return status_response(st.too_large())
+            return status_response(too_large())
         except web.HTTPException as exc:  # aiohttp's own (e.g. a malformed request line)
             return status_response(st.StatusError({
                 "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",

@@ -22,6 +22,8 @@ from __future__ import annotations
 import celpy
 from lark import Token, Tree
 
+from mockgpu.control.apiserver import limits
+
 #: what cel-go's grammar expects where an operand starts, and the tokens after which one must
 _OPERAND_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
                   "BYTES, IDENTIFIER}")
@@ -94,7 +96,9 @@ def device_field(node: Tree) -> Token | None:
 def compile_error(expression: str) -> str | None:
     """None when ``expression`` compiles; else the detail upstream's validation puts in the 422 cause."""
     try:
-        tree = celpy.Environment().compile(expression)
+        env = celpy.Environment()  # sets the recursion limit to 2500, below what the server needs
+        limits.ensure_recursion_headroom()
+        tree = env.compile(expression)
     except celpy.CELParseError as exc:
         cause = exc.__cause__ or exc.__context__
         token = getattr(cause, "token", None)

@@ -164,16 +164,12 @@ def body_duplicates(value: Any, path: str = "") -> list[str]:
 _YAML_PREFIX = "yaml: unmarshal errors:\n"
 
 
-def note_yaml_duplicates(text: bytes) -> None:
+def note_yaml_duplicates(root: yaml.Node) -> None:
     """A YAML body's keys given twice in one mapping, as sigs.k8s.io/yaml's strict conversion reports them
     (``yaml: unmarshal errors:\n  line 5: key "name" already set in map``), kept for the request's check.
-    Composes the node graph (aliases are not expanded; each node is visited once)."""
+    ``root`` is the body's composed node graph (aliases not expanded; each node is visited once)."""
     current = _CURRENT.get()
     if current is None or current.directive == "Ignore":
-        return
-    try:
-        root = yaml.compose(text, Loader=_LOADER)
-    except yaml.YAMLError:
         return
     errors, seen, todo = [], set(), [root] if root is not None else []
     while todo:
@@ -194,9 +190,6 @@ def note_yaml_duplicates(text: bytes) -> None:
     if errors:
         current.body_problems.append(_YAML_PREFIX + "\n".join(
             f"  line {line}: key {json.dumps(key)} already set in map" for line, key in sorted(errors)))
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # ---- compiled schemas -------------------------------------------------------------------------------------------

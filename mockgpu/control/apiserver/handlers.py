@@ -106,7 +106,7 @@ class ResourceAPI:
         meta["uid"] = uid
         meta["creationTimestamp"] = now_rfc3339()
         if dry_run:
-            meta["resourceVersion"] = ""
+            meta.pop("resourceVersion", None)  # upstream: a dry-run create has no version
             return obj
         obj = self.store.create(info.plural, _ordered(obj))
         if info.plural == "namespaces":

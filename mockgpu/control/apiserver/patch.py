@@ -15,7 +15,8 @@ import copy
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.status import StatusError, bad_request, unsupported_media_type
+from mockgpu.control.apiserver import limits
+from mockgpu.control.apiserver.status import StatusError, bad_request, too_large, unsupported_media_type
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -52,7 +53,14 @@ def apply_patch(obj: dict[str, Any], body: bytes | str | dict | list, content_ty
         raise unsupported_media_type(content_type, PATCH_TYPES[:3])
     patch = _decode(body)
     if ctype == JSON_PATCH:
-        return json_patch(obj, patch)
+        return json_patch(obj, [] if patch is None else patch)  # Go decodes null as an empty patch
+    if ctype == MERGE_PATCH and patch is None:
+        raise bad_request("Invalid JSON Patch")  # evanphx/json-patch MergePatch: ErrBadJSONPatch
+    if ctype == MERGE_PATCH and not isinstance(patch, dict):  # the strict decode (fieldValidation=Warn) comes first
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(patch)} into Go value of type "
+                          "map[string]interface {}")
+    if patch is None:  # strategic: null decodes to an empty map, a patch that changes nothing
+        return copy.deepcopy(obj)
     if not isinstance(patch, dict):
         raise bad_request(f"json: cannot unmarshal {_jtype(patch)} into Go value of type map[string]interface {{}}")
     if ctype == MERGE_PATCH:
@@ -64,11 +72,12 @@ def _jtype(v: Any) -> str:
     return {list: "array", str: "string", bool: "bool", int: "number", float: "number"}.get(type(v), "object")
 
 
-def _decode(body: bytes | str | dict | list) -> Any:
-    if isinstance(body, dict | list):
+def _decode(body: Any) -> Any:
+    """Patch bytes or text, or an already decoded patch (the server decodes bodies first)."""
+    if not isinstance(body, bytes | str):
         return copy.deepcopy(body)
     try:
-        return json.loads(body)
+        return limits.load_json(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"error decoding patch: {exc}") from None
 
@@ -170,14 +179,27 @@ def _add(doc: Any, path: str, value: Any, op: str, replace: bool = False) -> Any
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """RFC 6902 on a copy of ``obj``; a malformed patch is 400, one that does not apply 422."""
     if not isinstance(ops, list):
-        raise bad_request(f"json: cannot unmarshal {_jtype(ops)} into Go value of type jsonpatch.Patch")
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(ops)} into Go value of type "
+                          "[]handlers.jsonPatchOp")
+    if len(ops) > limits.MAX_JSON_PATCH_OPS:
+        raise too_large(f"Request entity too large: The allowed maximum operations in a JSON patch is "
+                        f"{limits.MAX_JSON_PATCH_OPS}, "
+                        f"got {len(ops)}")
     doc: Any = copy.deepcopy(obj)
+    copied = 0  # bytes duplicated by copy operations (jsonpatch.AccumulatedCopySizeLimit)
     for op in ops:
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+        if not isinstance(op, dict):
+            raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op)} into Go value of type "
+                              "handlers.jsonPatchOp")
+        if not isinstance(op.get("op"), str):
             raise bad_request(f"invalid operation {json.dumps(op)}: missing op")
         kind, path = op["op"], op.get("path")
         if kind in ("add", "replace", "test") and "value" not in op:
             raise invalid_patch(f"{kind} operation does not apply: missing value")
+        if kind in ("add", "replace", "test", "move") and limits.exceeds_depth(
+                _get(doc, op.get("from"), "move") if kind == "move" else op["value"],
+                limits.MAX_DEPTH - len(_pointer(path))):
+            raise invalid_patch(f"{kind} operation does not apply: the result would exceed the max depth")
         if kind == "add":
             doc = _add(doc, path, copy.deepcopy(op["value"]), "add")
         elif kind == "remove":
@@ -187,7 +209,14 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         elif kind == "move":
             doc = _add(doc, path, _remove(doc, op.get("from"), "move"), "move")
         elif kind == "copy":
-            doc = _add(doc, path, copy.deepcopy(_get(doc, op.get("from"), "copy")), "copy")
+            value = _get(doc, op.get("from"), "copy")
+            copied += limits.encoded_size(value)
+            if copied > limits.JSON_PATCH_MAX_COPY_BYTES:
+                raise invalid_patch(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                    f"exceeding the limit {limits.JSON_PATCH_MAX_COPY_BYTES}")
+            if limits.exceeds_depth(value, limits.MAX_DEPTH - len(_pointer(path))):
+                raise invalid_patch("copy operation does not apply: the result would exceed the max depth")
+            doc = _add(doc, path, copy.deepcopy(value), "copy")
         elif kind == "test":
             if _get(doc, path, "test") != op["value"]:
                 raise invalid_patch(f"testing value {path} failed: test failed")
@@ -195,6 +224,8 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
             raise bad_request(f"Unexpected kind: {kind}")
     if not isinstance(doc, dict):
         raise invalid_patch("the patched object is not a JSON object")
+    if limits.exceeds_depth(doc):  # moves and adds can nest values deeper than any body was
+        raise invalid_patch("the patched object exceeds the max depth")
     return doc
 
 

@@ -3,15 +3,19 @@ query parameters (booleans as Go parses them), delete options, Accept negotiatio
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import binascii
 import json
+import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation, protobuf
+from mockgpu.control.apiserver import fieldvalidation, limits, names, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
@@ -60,7 +64,29 @@ def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = Non
         raise not_found_path()
     if info.plural == "namespaces" and name is not None:
         ns = None
+    if name is not None and names.path_segment_name(name, False):  # '.', '..', '%' (store.go NamespaceKeyFunc)
+        raise st.bad_request(f"Name parameter invalid: {json.dumps(name)}: "
+                             + ";".join(names.path_segment_name(name, False)))
     return Target(info, ns, name, sub, watch)
+
+
+def check_namespace_segment(t: Target, verb: str) -> None:
+    """A namespace '.' or '..' in the URL: upstream's storage refuses the key it would make with an error it does
+    not convert, so the client gets a 500 (``etcd3/store.go`` ``prepareKey``: "invalid key"; on create the
+    namer's "invalid resource name")."""
+    ns = t.namespace
+    if ns not in (".", ".."):
+        return
+    if verb == "create":
+        text = f"invalid resource name {json.dumps(ns)}: [may not be '{ns}']"
+        err = st.internal_error(text)
+        err.status["details"] = {"causes": [{"message": text}]}
+        raise err
+    err = st.internal_error("")
+    key = f"/{t.info.plural}/{ns}" + (f"/{t.name}" if t.name else "")
+    err.status.update(message=f"invalid key: {json.dumps(key)}")
+    err.status.pop("reason", None)
+    raise err
 
 
 def encode(obj: Any) -> bytes:
@@ -82,34 +108,75 @@ def wants_table(accept: str) -> str | None:
     return None
 
 
-def decode_body(raw: bytes, content_type: str) -> Any:
-    """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats."""
+async def read_body(request: web.Request, empty: Any = None, kind: str | None = None) -> Any:
+    """The decoded body within ``limits.MAX_BODY_BYTES`` (413 beyond). Large and YAML bodies are decoded on a
+    worker thread, so other requests (``/readyz``, watches) are served meanwhile. With ``empty``, an empty
+    body decodes to it (DELETE); with ``kind``, a body that does not decode is reported as upstream's
+    serializer reports it for that kind."""
+    limits.ensure_recursion_headroom()  # again: celpy lowers the limit whenever a CEL environment is made
+    raw = await request.read()  # aiohttp stops reading past client_max_size (413 then)
+    if len(raw) > limits.MAX_BODY_BYTES:
+        raise limits.too_large()
+    if empty is not None and not raw.strip():
+        return empty
+    ctype = request.headers.get("Content-Type", JSON)
+    if len(raw) <= limits.INLINE_DECODE_BYTES and "yaml" not in ctype:
+        return decode_body(raw, ctype, kind)
+    # to_thread, not run_in_executor: the request's context (its field-validation warnings) goes along
+    return await asyncio.to_thread(decode_body, raw, ctype, kind)
+
+
+def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
+    """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats. Bounded
+    as upstream bounds it (``limits``: nesting depth, YAML aliases, the size of a YAML body's JSON form). With
+    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``)."""
     ctype = content_type.split(";")[0].strip().lower() or JSON
     if ctype == protobuf.CONTENT_TYPE:
         return protobuf.decode(raw)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
-            data = yaml.safe_load(raw.decode("utf-8"))
-            return json.loads(json.dumps(data, default=str, allow_nan=False))
+            return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
         except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
-            raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
-        finally:
-            fieldvalidation.note_yaml_duplicates(raw)
+            if kind is None:
+                raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+            raise unrecognized(kind, _yaml_error(exc), raw) from None
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
-        return json.loads(raw, parse_constant=_no_constants, object_pairs_hook=fieldvalidation.object_pairs)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        return limits.load_json(raw, fieldvalidation.object_pairs)
+    except (ValueError, UnicodeDecodeError) as exc:
+        base = f"couldn't get version/kind; json parse error: {exc}"
+        raise (st.bad_request(base) if kind is None else unrecognized(kind, base, raw)) from None
+    except st.StatusError as err:  # nested too deep
+        if kind is None:
+            raise
+        raise unrecognized(kind, err.status["message"], raw) from None
 
 
-def _no_constants(name: str) -> Any:
-    """NaN and Infinity are not JSON (Go's decoder refuses them; Python's would accept them)."""
-    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+def unrecognized(kind: str, base: str, raw: bytes) -> st.StatusError:
+    """upstream ``transformDecodeError`` when the body's kind could not be read: the error and the body's start
+    (``summarizeData``: 30 bytes, as text when it starts with '{', else hex)."""
+    head = raw[:30]
+    summary = head.decode("utf-8", "replace") if raw[:1] == b"{" else head.hex()
+    if len(raw) > 30:
+        summary += " ..."
+    return st.bad_request(f"the object provided is unrecognized (must be of type {kind}): {base} "
+                          f"({summary or '<empty>'})")
+
+
+def _yaml_error(exc: Exception) -> str:
+    """A YAML error as goyaml words it: ``yaml: line N: problem``."""
+    if isinstance(exc, limits.YAMLLimitError):
+        return str(exc)
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"yaml: line {mark.line + 1}: {problem}"
+    return f"yaml: {exc}"
 
 
 def _go_type(value: Any) -> str:
-    return {bool: "bool", int: "number", float: "number", list: "array", dict: "object"}.get(type(value), "object")
+    return {bool: "bool", int: "number", float: "number", list: "array", dict: "object", str: "string"}.get(
+        type(value), "object")
 
 
 def check_type_meta_types(obj: Any) -> None:
@@ -151,6 +218,34 @@ def verb_of(method: str, t: Target, q: Any) -> str:
     return verb
 
 
+#: the options object whose ``dryRun`` a verb reads (``k8s.io/apimachinery/pkg/apis/meta/v1/validation``)
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
+                 "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
+DRY_RUN_ALL = "All"
+
+
+class _GoJSON:
+    """A bad value that upstream's field error prints as JSON (``json.Marshal`` of a slice)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return json.dumps(self.value, separators=(",", ":"))
+
+
+def dry_run_of(values: list[str], verb: str) -> bool:
+    """Whether ``dryRun`` asks for a dry run: ``All`` is the only value (``ValidateDryRun``); anything else is
+    a 422 on the verb's options object, e.g. ``CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported
+    value: ["bogus"]: supported values: "All"``. A dry run validates, defaults and admits, and persists nothing."""
+    if any(v != DRY_RUN_ALL for v in values):
+        err = st.invalid(_OPTIONS_KIND.get(verb, "CreateOptions"), "", [st.FieldError(
+            "dryRun", "NotSupported", f'supported values: "{DRY_RUN_ALL}"', _GoJSON(values))], "meta.k8s.io")
+        err.status["details"].pop("name", None)  # Status details omit an empty name
+        raise err
+    return bool(values)
+
+
 def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
     """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them."""
     grace = int_param(q, "gracePeriodSeconds")
@@ -165,7 +260,7 @@ def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
     dry_body = body.get("dryRun") or []
     if not isinstance(dry_body, list) or not all(isinstance(d, str) for d in dry_body):
         raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type []string")
-    dry = "All" in q.getall("dryRun", []) or "All" in dry_body
+    dry = dry_run_of(q.getall("dryRun", []) or dry_body, "delete")  # the query's dryRun replaces the body's
     uid, rv = pre.get("uid"), pre.get("resourceVersion")
     policy = q.get("propagationPolicy") or body.get("propagationPolicy")
     orphan = q.get("orphanDependents") or body.get("orphanDependents")
@@ -187,16 +282,53 @@ def sort_key(obj: Obj) -> tuple[str, str]:
     return meta.get("namespace") or "", meta["name"]
 
 
+_CONTINUE_VERSION = "meta.k8s.io/v1"
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+#: k8s.io/apiserver/pkg/storage/etcd3/errors.go ``inconsistentContinue``
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+
+
 def encode_continue(rv: int, key: tuple[str, str]) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(key)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
+    """upstream ``EncodeContinue``: unpadded URL-safe base64 of ``{"v", "rv", "start"}`` (the last key served)."""
+    raw = json.dumps({"v": _CONTINUE_VERSION, "rv": rv, "start": "/".join(key)}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_continue(token: str) -> tuple[str, str]:
+def _invalid_continue(detail: str = "") -> st.StatusError:
+    return st.bad_request("invalid continue token: continue key is not valid" + (f": {detail}" if detail else ""))
+
+
+def decode_continue(token: str) -> tuple[tuple[str, str], int]:
+    """(the last key served, the list's resourceVersion) from a token, checked as upstream ``DecodeContinue``
+    checks it (``k8s.io/apiserver/pkg/storage/continue.go``); a forged or damaged token is a 400."""
+    valid = _B64URL.match(token)
+    end = valid.end() if valid else 0
+    if end < len(token) or len(token) % 4 == 1:  # Go's RawURLEncoding: no padding, no other characters
+        raise _invalid_continue(f"illegal base64 data at input byte {min(end, len(token) - 1)}")
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        ns, _, name = str(data["start"]).partition("/")
-        return ns, name
-    except (ValueError, KeyError, TypeError):
-        raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
-                             "(version meta.k8s.io/v1)") from None
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise _invalid_continue(str(exc)) from None
+    if not isinstance(data, dict):
+        raise _invalid_continue(f"json: cannot unmarshal {_go_type(data)} into Go value of type storage.continueToken")
+    # Go leaves a field that is missing or null at its zero value
+    version, rv, start = (z if data.get(k) is None else data[k] for k, z in (("v", ""), ("rv", 0), ("start", "")))
+    for field, value, want in (("v", version, str), ("rv", rv, int), ("start", start, str)):
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise _invalid_continue(f"json: cannot unmarshal {_go_type(value)} into Go struct field "
+                                    f"continueToken.{field} of type {'int64' if want is int else 'string'}")
+    if version != _CONTINUE_VERSION:
+        raise _invalid_continue(f"server does not recognize this encoded version {version}".rstrip())
+    if rv == 0:
+        raise _invalid_continue("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    if not start:
+        raise _invalid_continue("encoded start key empty (version meta.k8s.io/v1)")
+    key = start if start.startswith("/") else "/" + start
+    if posixpath.normpath(key) != key or key.startswith("//"):  # path.Clean: no '..', '.', '//' or trailing '/'
+        raise _invalid_continue(start)
+    ns, _, name = start.partition("/")
+    return (ns, name), rv

@@ -235,6 +235,15 @@ def server_timeout(message: str = "Timeout: request did not complete within the 
     return _status(504, "Timeout", message)
 
 
+def too_large_resource_version(wanted: int, current: int, retry_after: int = 1) -> StatusError:
+    """504 as ``k8s.io/apiserver/pkg/storage`` ``NewTooLargeResourceVersionError``: a version the store has not
+    reached (upstream answers once its wait for it runs out)."""
+    err = _status(504, "Timeout", f"Timeout: Too large resource version: {wanted}, current: {current}",
+                  {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                   "retryAfterSeconds": retry_after})
+    return err
+
+
 def internal_error(message: str) -> StatusError:
     return _status(500, "InternalError", f"Internal error occurred: {message}")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mockgpu.control.apiserver.limits import check_stored_size
 from mockgpu.privatefs import secure_sqlite
 
 Obj = dict[str, Any]
@@ -128,6 +129,8 @@ class Store:
         obj["metadata"]["resourceVersion"] = str(rv)
         ns, name = key_of(obj)
         data = json.dumps(obj, separators=(",", ":"))
+        if typ != "DELETED":
+            check_stored_size(data)  # etcd's request limit: nothing is written
         old_data = json.dumps(old, separators=(",", ":")) if old is not None else None
         db = self._db
         db.execute("BEGIN")

@@ -9,7 +9,7 @@ ADDED, one that stops matching as DELETED.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +17,15 @@ from typing import Any
 from mockgpu.control.apiserver.status import too_old_resource_version
 from mockgpu.control.apiserver.store import Event, Obj, Store
 
-#: a watcher this far behind its client is closed (the client re-lists), as upstream's cacher does.
-MAX_PENDING = 50000
+#: live events a watcher may have waiting. Upstream's cacheWatcher buffers 10 to 1000 events
+#: (``k8s.io/apiserver/pkg/storage/cacher/watch_cache_history.go`` ``suggestedWatchChannelSize``); a watcher
+#: that falls further behind is terminated ("Forcing watcher close due to unresponsiveness",
+#: ``cache_watcher.go``) and its client re-lists or re-watches: it never holds up the other watchers.
+MAX_PENDING = 1000
+#: events written to the client in one chunk
+BATCH = 500
+#: encoded event lines kept for the other watchers of the same event
+_ENCODED_CACHE = 1024
 
 
 @dataclass(eq=False)
@@ -26,11 +33,18 @@ class Watcher:
     resource: str
     namespace: str | None
     matches: Callable[[Obj], bool]
-    pending: deque[tuple[str, Obj]] = field(default_factory=deque)
+    #: initial objects and replayed history: served first, bounded by the store and its history, not by
+    #: MAX_PENDING (upstream serves them from the watch cache, not the watcher's buffer)
+    backlog: deque[tuple[str, Obj]] = field(default_factory=deque)
+    pending: deque[tuple[str, Obj]] = field(default_factory=deque)  # live events, at most MAX_PENDING
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     overflowed: bool = False
+    #: called once when the watcher is terminated for falling behind (the hub drops it, the server ends it)
+    on_overflow: list[Callable[[Watcher], None]] = field(default_factory=list)
 
-    def offer(self, event: Event) -> None:
+    def offer(self, event: Event, live: bool = True) -> None:
+        if self.overflowed:
+            return
         obj, old = event.obj, event.old
         if self.namespace is not None and (obj["metadata"].get("namespace") or "") != self.namespace:
             return
@@ -49,39 +63,60 @@ class Watcher:
             typ = None
         if typ is None:
             return
-        if len(self.pending) >= MAX_PENDING:
-            self.overflowed = True
+        if not live:
+            self.backlog.append((typ, obj))
+        elif len(self.pending) >= MAX_PENDING:
+            self.terminate()
+            return
         else:
             self.pending.append((typ, obj))
         self.wake.set()
 
     def push(self, typ: str, obj: Obj) -> None:
-        self.pending.append((typ, obj))
+        """An initial event (before any live one)."""
+        self.backlog.append((typ, obj))
         self.wake.set()
 
+    def terminate(self) -> None:
+        """Too far behind: drop what is waiting and end the watch (the client re-watches)."""
+        self.overflowed = True
+        self.pending.clear()
+        self.backlog.clear()
+        self.wake.set()
+        callbacks, self.on_overflow = self.on_overflow, []
+        for callback in callbacks:
+            callback(self)
+
+    @property
+    def waiting(self) -> int:
+        return len(self.backlog) + len(self.pending)
+
     async def next_batch(self, timeout: float) -> list[tuple[str, Obj]]:
-        """Events waiting now, or after up to ``timeout`` seconds ([] when none came)."""
-        if not self.pending:
+        """Up to ``BATCH`` events waiting now, or after up to ``timeout`` seconds ([] when none came)."""
+        if not self.waiting:
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), timeout)
             except TimeoutError:
                 return []
-        batch = list(self.pending)
-        self.pending.clear()
+        batch = []
+        for queue in (self.backlog, self.pending):
+            while queue and len(batch) < BATCH:
+                batch.append(queue.popleft())
         return batch
 
 
 class WatchHub:
-    """The open watches of one store."""
+    """The open watches of one store, and each event's encoded line shared by the watchers that send it."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._watchers: dict[str, set[Watcher]] = {}
+        self._encoded: OrderedDict[tuple[int, str, str], tuple[Obj, bytes]] = OrderedDict()
         store.listeners.append(self._on_event)
 
     def _on_event(self, event: Event) -> None:
-        for w in self._watchers.get(event.resource, ()):
+        for w in list(self._watchers.get(event.resource, ())):
             w.offer(event)
 
     def subscribe(self, resource: str, namespace: str | None, matches: Callable[[Obj], bool],
@@ -97,15 +132,41 @@ class WatchHub:
             w.push("ADDED", obj)
         if since is not None:
             for event in self.store.history_after(since, resource):
-                w.offer(event)
+                w.offer(event, live=False)
         self._watchers.setdefault(resource, set()).add(w)
+        w.on_overflow.append(self.unsubscribe)
         return w
 
     def unsubscribe(self, w: Watcher) -> None:
-        self._watchers.get(w.resource, set()).discard(w)
+        watchers = self._watchers.get(w.resource)
+        if watchers is not None:
+            watchers.discard(w)
+            if not watchers:
+                del self._watchers[w.resource]
+        if not self._watchers:
+            self._encoded.clear()
+        w.backlog.clear()
+        w.pending.clear()
 
     def count(self) -> int:
         return sum(len(s) for s in self._watchers.values())
+
+    def cached_lines(self) -> int:
+        return len(self._encoded)
+
+    def encoded(self, typ: str, obj: Obj, view: str, encode_line: Callable[[], bytes]) -> bytes:
+        """``encode_line()`` for this event as ``view`` presents it, encoded once for all its watchers (the
+        object itself is the key: the store's objects are shared by every watcher and never mutated)."""
+        key = (id(obj), typ, view)
+        hit = self._encoded.get(key)
+        if hit is not None and hit[0] is obj:
+            self._encoded.move_to_end(key)
+            return hit[1]
+        line = encode_line()
+        self._encoded[key] = (obj, line)  # holding obj keeps its id from being reused while cached
+        if len(self._encoded) > _ENCODED_CACHE:
+            self._encoded.popitem(last=False)
+        return line
 
 
 def bookmark(kind: str, api_version: str, rv: int, annotations: dict[str, Any] | None = None) -> Obj:
@@ -125,7 +186,7 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     event with a 410 Status when N is older than the retained history); bookmarks when allowed;
     ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark.
     ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
-    from aiohttp import web
+    from aiohttp import HttpVersion11, web
 
     from mockgpu.control.apiserver.request import TRUE, encode, int_param, wants_table
     from mockgpu.control.apiserver.status import StatusError, bad_request
@@ -160,26 +221,37 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
             watcher = app.hub.subscribe(info.plural, namespace, matches, since)
         except StatusError as err:
             error = err
-    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-    resp.enable_chunked_encoding()
-    await resp.prepare(request)
+    if watcher is not None and send_initial and bookmarks:  # before any live event
+        watcher.push("BOOKMARK", bookmark(info.kind, info.api_version, store.rv,
+                                          {"k8s.io/initial-events-end": "true"}))
 
     def line(typ: str, obj: Obj) -> bytes:
         if table and typ in ("ADDED", "MODIFIED", "DELETED"):
-            obj = app.table(info, [obj], q, table)
-        elif typ != "BOOKMARK":
-            obj = app.present(info, obj)
-        return encode({"type": typ, "object": obj}) + b"\n"
+            return encode({"type": typ, "object": app.table(info, [obj], q, table)}) + b"\n"
+        if typ == "BOOKMARK":
+            return encode({"type": typ, "object": obj}) + b"\n"
+        return app.hub.encoded(typ, obj, info.group, lambda: encode({"type": typ, "object": app.present(info, obj)})
+                               + b"\n")
+
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    writing = False
+
+    def stop_writing(_: Watcher) -> None:  # terminated while a write waits on a client that does not read
+        if writing and request.transport is not None:
+            request.transport.abort()
 
     try:
+        if request.version >= HttpVersion11:
+            resp.enable_chunked_encoding()
+        else:  # HTTP/1.0 has no chunks: the stream ends when the connection closes (as Go's server does)
+            resp.force_close()
+        await resp.prepare(request)
         if error is not None:
             await resp.write(encode({"type": "ERROR", "object": error.status}) + b"\n")
             await resp.write_eof()
             return resp
         assert watcher is not None
-        if send_initial and bookmarks:
-            watcher.push("BOOKMARK", bookmark(info.kind, info.api_version, store.rv,
-                                              {"k8s.io/initial-events-end": "true"}))
+        watcher.on_overflow.append(stop_writing)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not watcher.overflowed:
@@ -188,10 +260,13 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
                 break
             batch = await watcher.next_batch(min(remaining, app.bookmark_interval))
             if batch:
-                await resp.write(b"".join(line(t, o) for t, o in batch))
+                data = b"".join(line(t, o) for t, o in batch)
+                writing = True
+                await resp.write(data)
+                writing = False
             elif request.transport is None or request.transport.is_closing():
                 break
-            elif bookmarks and not watcher.pending:
+            elif bookmarks and not watcher.waiting:
                 await resp.write(line("BOOKMARK", bookmark(info.kind, info.api_version, store.rv)))
         await resp.write_eof()
     except ConnectionResetError:  # the client went away
