@@ -3,7 +3,8 @@
 Layout (the contract with the kubelet), as the kubelet's ``/var/log/pods``:
 ``<state>/logs/<namespace>_<pod>_<uid>/<container>/<restart>.log`` in the CRI format, rotated to
 ``<restart>.log.<timestamp>`` (``kubelet.containerlogs``). The highest ``<restart>`` is the current
-container's log, the one before it ``previous=true``'s. Served as the kubelet serves them
+container's log, the one before it ``previous=true``'s. A pod's dir lives as long as the pod: the kubelet
+removes it once the pod is deleted (``kubelet.podlogsgc``). Served as the kubelet serves them
 (``pkg/kubelet/kuberuntime/logs``): ``tailLines`` and ``limitBytes`` read from the end of the current file (not
 the whole file), ``sinceSeconds``/``sinceTime`` and ``timestamps`` from the CRI timestamps, ``follow`` across a
 rotation until the container ends; the query is validated as upstream's ``ValidatePodLogOptions`` (422).
@@ -25,8 +26,13 @@ from mockgpu.control.kubelet.containerlogs import LogReader
 POLL_S = 0.05
 
 
+def logs_root(state_dir: str | Path) -> Path:
+    """Where every pod's log dir is (the kubelet's ``/var/log/pods``)."""
+    return Path(state_dir) / "logs"
+
+
 def log_dir(state_dir: str | Path, namespace: str, pod: str, uid: str) -> Path:
-    return Path(state_dir) / "logs" / f"{namespace}_{pod}_{uid}"
+    return logs_root(state_dir) / f"{namespace}_{pod}_{uid}"
 
 
 def container_log_dir(state_dir: str | Path, namespace: str, pod: str, uid: str, container: str) -> Path:

@@ -11,7 +11,8 @@ What it does, as upstream's kubelet does it:
 * watches pods with ``spec.nodeName=<node>`` (``podsync``): runs a ``PodWorker`` per pod, writes pod status
   through ``pods/status`` (strategic merge, so the scheduler's PodScheduled condition stays), posts events
   (``events``); a pod with ``deletionTimestamp`` is stopped with its grace period, then deleted with
-  ``gracePeriodSeconds=0``;
+  ``gracePeriodSeconds=0``; a deleted pod's log dir is removed, and at start those of pods deleted meanwhile
+  (``podlogsgc``);
 * publishes the node's GPU state (``publisher``);
 * on a node whose pool gives GPUs to DRA (``gpu.management``): watches its plugin registry
   (``pluginwatcher``), runs the DRA driver ``gpu.mockgpu.io`` as its own process (``mockgpu dra-driver``, with
@@ -206,7 +207,8 @@ class Kubelet:
         self._spawn(self._status_loop, f"nodestatus-{self.name}")
         pods = functools.partial(self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.name}")
         nodes = functools.partial(self.core.list_node, field_selector=f"metadata.name={self.name}")
-        self._reflectors = [Reflector(pods, self.pods.on_pod, name=f"pods-{self.name}").start(),
+        sweep = functools.partial(self._spawn, self.pods.sweep_logs, f"logsgc-{self.name}")
+        self._reflectors = [Reflector(pods, self.pods.on_pod, name=f"pods-{self.name}", on_synced=sweep).start(),
                             Reflector(nodes, self._on_node, name=f"node-{self.name}").start()]
         if self.publisher is not None:
             self.publisher.start()

@@ -7,7 +7,10 @@
 * a pod with ``deletionTimestamp`` has its containers stopped with ``deletionGracePeriodSeconds``
   (SIGTERM, then SIGKILL), its devices freed, its final status written, and is then deleted with
   ``gracePeriodSeconds=0`` (uid precondition), as the kubelet's status manager does;
-* a pod removed outright (force delete) has its containers killed at once.
+* a pod removed outright (force delete) has its containers killed at once;
+* once the API has deleted a pod and its containers are stopped, its log dir is removed (``podlogsgc``,
+  upstream's ``evictPodLogsDirectories``); ``sweep_logs`` (at kubelet start, once this node's pods are listed)
+  removes the log dirs of pods the API no longer has, deleted while no kubelet watched.
 Pods found at start that a previous kubelet had started (they have container statuses) lost their
 processes with it: under ``restartPolicy: Never`` they fail with the containers terminated as
 ``ContainerStatusUnknown`` (exit 137, upstream's reason and message for a container that vanished);
@@ -21,10 +24,12 @@ removed. It does not re-register the Node (upstream's kubelet only registers at 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mockgpu.control.kubelet import podlogsgc
 from mockgpu.control.kubelet.nodestatus import now_rfc3339
 from mockgpu.control.kubelet.podworker import PodEvent, PodWorker
 
@@ -78,10 +83,11 @@ class PodSync:
                 self.pods.pop(uid, None)
             if w is not None:
                 w.on_status = None
-                threading.Thread(target=self._finish, args=(w, 0.0), daemon=True).start()
+                threading.Thread(target=self._finish, args=(w, 0.0, True), daemon=True).start()
             else:
                 self.k.dm.remove_pod(uid)
                 self._unprepare(pod)
+                self._remove_logs(pod)
             self._changed()
             return
         with self._lock:
@@ -181,11 +187,35 @@ class PodSync:
             self.k.publisher.poke()
 
     # -- deletion ------------------------------------------------------------------------------------
-    def _finish(self, w: PodWorker, grace: float) -> None:
+    def _finish(self, w: PodWorker, grace: float, deleted: bool = False) -> None:
         try:
             w.terminate(grace)
+            if deleted:  # gone from the API, containers stopped: nobody can ask for its logs now
+                self._remove_logs(w.pod)
         finally:
             self._changed()
+
+    def _remove_logs(self, pod: dict[str, Any]) -> None:
+        ns, name = _ns_name(pod)
+        podlogsgc.remove_pod_log_dir(self.k.state_dir, ns, name, pod["metadata"]["uid"])
+
+    def sweep_logs(self) -> list[str]:
+        """Remove the log dirs of pods the API no longer has (see ``podlogsgc``); the dir names removed."""
+        names = podlogsgc.log_dir_names(self.k.state_dir)  # before the pod list, never after
+        if not names:
+            return []
+        try:  # cluster-wide: every node's pods log under the same <state>/logs
+            items = json.loads(self.k.core.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+        except Exception as exc:  # the next start sweeps again
+            log.warning("pod log dirs not swept: %s", exc)
+            return []
+        existing = {(p.get("metadata") or {}).get("uid") for p in items}
+        with self._lock:  # deleted but still stopping here: its DELETED event removes it once stopped
+            existing.update(self.workers)
+        removed = podlogsgc.sweep(self.k.state_dir, names, existing)
+        if removed:
+            log.info("node %s: removed the log dirs of %d deleted pods", self.k.name, len(removed))
+        return removed
 
     def _kill_and_delete(self, pod: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
