@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
+import subprocess
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from mockgpu.control.kubelet.allowlist import DEFAULT_ALLOWLIST, CommandAllowlist
-from mockgpu.control.kubelet.runtime import ContainerSpec, ProcessRuntime
+from mockgpu.control.kubelet.runtime import ContainerSpec, Mount, ProcessRuntime
 from mockgpu.control.kubelet.sandbox import WORKLOAD_UID
+from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR
 
 CANARY = "CANARY-7f3a9c"  # what the host's secret files hold
 PY = str(Path(sys.executable).parent / "python")  # the interpreter mockgpu-workload's shebang names
@@ -246,3 +250,138 @@ def test_refused_without_a_working_sandbox(tmp_path: Path, bwrap: str | None) ->
     if bwrap is None:
         assert "bwrap not found" in st.message and "apt-get install bubblewrap" in st.message
     assert not (runtime.scratch_dir(s) / "ran").exists()
+
+
+# -- the pod's environment never reaches a process with privilege ------------------------------------
+# bwrap runs as root (or, non-root, as the kubelet's user outside the sandbox) and setpriv as root inside
+# it: a pod's env given to them runs the pod's code with their privilege (LD_PRELOAD, LD_AUDIT, GCONV_PATH
+# for glibc; PYTHON* for a Python launcher; BASH_ENV/ENV for a shell one). Each row: one hostile name.
+MARK = "HOSTILE-5e1d"
+HOSTILE_ENV = [
+    ("LD_PRELOAD", f"/run/mockgpu/driver/{MARK}.so"),
+    ("LD_LIBRARY_PATH", f"/run/mockgpu/driver/{MARK}"),
+    ("LD_AUDIT", f"/run/mockgpu/driver/{MARK}-audit.so"),
+    ("LD_DEBUG", f"{MARK}"),
+    ("GCONV_PATH", f"/run/mockgpu/driver/{MARK}"),
+    ("GLIBC_TUNABLES", f"glibc.{MARK}=1"),
+    ("LOCPATH", f"/run/mockgpu/driver/{MARK}"),
+    ("NLSPATH", f"/run/mockgpu/driver/{MARK}/%N"),
+    ("HOSTALIASES", f"/run/mockgpu/driver/{MARK}"),
+    ("TMPDIR", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONPATH", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONSTARTUP", f"/run/mockgpu/driver/{MARK}.py"),
+    ("PYTHONHOME", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONINSPECT", f"{MARK}"),
+    ("BASH_ENV", f"/run/mockgpu/driver/{MARK}.sh"),
+    ("ENV", f"/run/mockgpu/driver/{MARK}.sh"),
+    ("PATH", f"/run/mockgpu/driver/{MARK}"),
+]
+# Wrappers that record the environment and argv each launcher process was given, then exec the real one.
+# (cat by its absolute path: PATH is one of the hostile names; a wrapper that cannot record fails the start.)
+BWRAP_WRAPPER = """#!/bin/sh
+{cat} /proc/$$/environ > {rec}/bwrap-env.$$ || exit 99
+printf '%s\\n' "$@" > {rec}/bwrap-argv.$$
+exec {bwrap} "$@"
+"""
+SETPRIV_WRAPPER = """#!/bin/sh
+{cat} /proc/$$/environ > ./.setpriv-env || exit 99
+exec {setpriv} "$@"
+"""
+
+
+def environ(path: Path) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in path.read_text().split("\0") if item)
+
+
+@pytest.fixture(scope="module")
+def launcher_rt(tmp_path_factory: pytest.TempPathFactory):
+    """A runtime whose bwrap (and, as root, setpriv) is a wrapper recording what it was started with."""
+    tmp = tmp_path_factory.mktemp("launcher")
+    rec = tmp / "rec"
+    rec.mkdir()
+    bwrap = tmp / "bwrap"
+    bwrap.write_text(BWRAP_WRAPPER.format(rec=rec, bwrap=shutil.which("bwrap"), cat=shutil.which("cat")))
+    bwrap.chmod(0o755)
+    runtime = ProcessRuntime(tmp / "rt", bwrap=str(bwrap))
+    if AS_ROOT:
+        real = runtime.sandbox.setpriv
+        wrapper = tmp / "setpriv"
+        wrapper.write_text(SETPRIV_WRAPPER.format(setpriv=real, cat=shutil.which("cat")))
+        wrapper.chmod(0o755)
+        runtime.sandbox.setpriv = str(wrapper)
+        runtime.sandbox.executables = {**runtime.sandbox.executables, "real-setpriv": real}  # visible to the wrapper
+    yield runtime, rec
+    runtime.stop_all(grace=0)
+
+
+@pytest.mark.parametrize("name, value", HOSTILE_ENV, ids=[row[0] for row in HOSTILE_ENV])
+def test_pod_env_never_reaches_the_launcher(launcher_rt, name: str, value: str) -> None:
+    rt, rec = launcher_rt
+    uid = f"env-{name.lower()}"
+    s = ContainerSpec(pod_uid=uid, pod_name="esc", namespace="default", name="c", command=("env",),
+                      env={"A": "1", name: value})
+    st = rt.start(s)
+    assert st.state == "running", st
+    st = rt.wait(uid, "c", timeout=30)
+    log = rt.logs(uid, "c")
+    assert st.exit_code == 0, log
+    # The workload gets its env as before: the pod's value, later than the defaults.
+    assert f"{name}={value}" in log.splitlines() and "A=1" in log.splitlines(), log
+    # bwrap: neither in its environment nor on its command line.
+    bwrap_env = environ(rec / f"bwrap-env.{st.pid}")
+    assert name not in bwrap_env and "A" not in bwrap_env, bwrap_env
+    assert MARK not in (rec / f"bwrap-env.{st.pid}").read_text()
+    assert MARK not in (rec / f"bwrap-argv.{st.pid}").read_text()
+    if AS_ROOT:  # setpriv, root inside the sandbox until it drops to the workload user
+        setpriv_env = environ(rt.scratch_dir(s) / ".setpriv-env")
+        assert name not in setpriv_env and "A" not in setpriv_env, setpriv_env
+        assert MARK not in (rt.scratch_dir(s) / ".setpriv-env").read_text()
+
+
+PRELOAD_SO = r"""
+#include <stdio.h>
+#include <unistd.h>
+#include <fcntl.h>
+__attribute__((constructor)) static void preloaded(void) {
+    char exe[256] = {0};
+    readlink("/proc/self/exe", exe, sizeof exe - 1);
+    dprintf(2, "PRELOADED uid=%d exe=%s\n", (int)geteuid(), exe);
+    if (geteuid() == 0) { int fd = open(MARKER, O_WRONLY | O_CREAT, 0644); if (fd >= 0) close(fd); }
+}
+"""
+
+
+def test_ld_preload_written_by_the_pod_never_runs_with_privilege(rt: ProcessRuntime, tmp_path: Path) -> None:
+    """The issue's repro: the pod writes a library into its node's driver dir, names it in LD_PRELOAD and
+    exits; on the restart the launcher must not load it (as root it would own the host)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: cannot build the LD_PRELOAD library of this repro")
+    marker = tmp_path / "ran-as-root"
+    src, so = tmp_path / "p.c", tmp_path / "p.so"
+    src.write_text(PRELOAD_SO)
+    subprocess.run([gcc, "-shared", "-fPIC", "-Os", "-s", f'-DMARKER="{marker}"', "-Wl,-z,max-page-size=4096",
+                    "-Wl,-z,noseparate-code", "-o", str(so), str(src)], check=True, capture_output=True)
+    driver = tmp_path / "driver"  # the node's driver dir: the device plugin mounts it read-write
+    driver.mkdir()
+    escaped = "".join(f"\\{b:03o}" for b in so.read_bytes())
+    lib = "/run/mockgpu/driver/p.so"
+    script = f"if [ -e {lib} ]; then echo restarted; exit 0; fi; printf '{escaped}' > {lib}; exit 1"
+    # Named at the host path (bwrap runs on the host) and at the container path (setpriv runs inside).
+    preload = f"{driver}/p.so {lib}"
+    s = ContainerSpec(pod_uid="uid-pre", pod_name="esc", namespace="default", name="c", command=("sh", "-c", script),
+                      env={"LD_PRELOAD": preload}, mounts=(Mount(CONTAINER_DRIVER_DIR, str(driver)),))
+    rt.start(s)
+    first = rt.wait("uid-pre", "c", timeout=30)
+    assert first.exit_code == 1, rt.logs("uid-pre", "c")
+    assert (driver / "p.so").read_bytes() == so.read_bytes()  # the pod wrote it
+    rt.remove("uid-pre", "c")
+    rt.start(replace(s, restart_count=1))  # restartPolicy OnFailure
+    second = rt.wait("uid-pre", "c", timeout=30)
+    log = rt.logs("uid-pre", "c")
+    assert second.exit_code == 0 and "restarted" in log, log
+    assert "PRELOADED uid=0 " not in log, log
+    assert not marker.exists(), "the pod's library ran as root on the host"
+    # ...but the workload itself still gets it (the env reaches the workload, as the pod asked).
+    uid = WORKLOAD_UID if AS_ROOT else os.getuid()
+    assert f"PRELOADED uid={uid} exe=" in log, log
