@@ -169,7 +169,9 @@ class Kubelet:
         """The node side: driver dir, device manager (kubelet.sock) and the device plugin process."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self.inventory is not None:
-            write_node_driver(self.driver_dir, self.inventory)
+            sandbox = self.runtime.sandbox  # the driver dir's directories belong to the workload user
+            write_node_driver(self.driver_dir, self.inventory,
+                              owner=(sandbox.uid, sandbox.gid) if sandbox.as_root else None)
         self.dm.start()
         if self.plugin is not None:
             self.plugin.start()

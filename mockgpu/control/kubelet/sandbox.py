@@ -37,6 +37,7 @@ from pathlib import Path
 
 from mockgpu.control.kubelet import execenv
 from mockgpu.errors import MockgpuError
+from mockgpu.gpu.safedir import Dir
 
 WORKLOAD_UID = 65532  # like distroless's "nonroot": not root, not nobody, not a login user
 WORKLOAD_GID = 65532
@@ -337,24 +338,24 @@ class Sandbox:
 
     def prepare(self, home: Path, writable: list[Path]) -> None:
         """Give the workload user its home and the device plugin's read-write mounts (as root only).
-        Symlinks are never followed: ``lchown`` on the link itself."""
+
+        Only the top of each mount, through a descriptor: nothing inside is walked or chowned. A pod can
+        write in there, so a recursive chown races its symlinks (a directory swapped for a link mid-walk
+        gives a host file to the workload user); whoever lays such a directory out gives its directories to
+        the workload user once (``write_node_driver(owner=)``), and every file in it is locked read-only
+        and replaced by rename, which needs no ownership of the file."""
         home.chmod(0o700)
         if not self.as_root:
             return
-        _lchown(home, self.uid, self.gid)
+        _chown_dir(home, self.uid, self.gid)
         for top in writable:
-            if not top.is_dir():
-                continue
-            _lchown(top, self.uid, self.gid)
-            for root, dirs, files in os.walk(top):
-                for name in dirs + files:
-                    _lchown(Path(root, name), self.uid, self.gid)
+            _chown_dir(top, self.uid, self.gid)
 
 
-def _lchown(p: Path, uid: int, gid: int) -> None:
+def _chown_dir(p: Path, uid: int, gid: int) -> None:
+    """chown a directory through a descriptor (no path resolved after the open; not a directory: nothing)."""
     try:
-        st = os.lstat(p)
-        if (st.st_uid, st.st_gid) != (uid, gid):
-            os.chown(p, uid, gid, follow_symlinks=False)
-    except FileNotFoundError:
+        with Dir.open(p) as d:
+            d.chown(uid, gid)
+    except (FileNotFoundError, NotADirectoryError):
         pass
