@@ -345,6 +345,20 @@ def test_pod_env_never_reaches_the_launcher(launcher_rt, name: str, value: str) 
         assert MARK not in (rt.scratch_dir(s) / ".setpriv-env").read_text()
 
 
+def test_the_last_step_leaves_no_trace(rt: ProcessRuntime) -> None:
+    """The step that hands the env over closes its descriptor and restores the signals Python ignores
+    (a guard, not a repro: the workload's process state is what bwrap gave it before)."""
+    script = 'echo /proc/$$/fd/*; while read -r k v; do case $k in SigIgn:|SigBlk:) echo $k $v;; esac; done ' \
+             '< /proc/self/status'
+    rt.start(spec("u", "sh", "-c", script))
+    st = rt.wait("u", "c", timeout=30)
+    lines = rt.logs("u", "c").splitlines()
+    assert st.exit_code == 0, lines
+    # 0-2, and the directory the glob itself reads: no environment file left open
+    assert [p.rsplit("/", 1)[1] for p in lines[0].split()] == ["0", "1", "2", "3"], lines
+    assert lines[1:] == ["SigBlk: 0000000000000000", "SigIgn: 0000000000000000"], lines
+
+
 PRELOAD_SO = r"""
 #include <stdio.h>
 #include <unistd.h>
