@@ -195,5 +195,31 @@ class Dir:
         if (st.st_uid, st.st_gid) != (uid, gid):
             os.fchown(self.fd, uid, gid)
 
+    def chown_dirs(self, uid: int, gid: int, *, depth: int = 2, budget: int = 10_000) -> int:
+        """Give this directory and the directories below it, ``depth`` levels deep, to ``uid:gid``; files
+        stay whose they are. Each is opened ``O_DIRECTORY|O_NOFOLLOW`` from its parent's descriptor and
+        chowned through its own, so a directory swapped for a symlink mid-walk is skipped, never followed
+        (a path-based walk chowned the symlink's target). At most ``budget`` entries are looked at (a pod
+        can make millions); returns what is left of it."""
+        self.chown(uid, gid)
+        if depth <= 0:
+            return budget
+        names = []
+        with os.scandir(self.fd) as entries:
+            for e in entries:
+                budget -= 1
+                if budget <= 0:
+                    break
+                if e.is_dir(follow_symlinks=False):
+                    names.append(e.name)
+        for name in names:
+            try:
+                sub = self.sub(name)
+            except OSError:  # gone, or no longer a directory
+                continue
+            with sub:
+                budget = sub.chown_dirs(uid, gid, depth=depth - 1, budget=budget)
+        return budget
+
 
 __all__ = ["Dir", "UnsafeEntry", "check_name"]

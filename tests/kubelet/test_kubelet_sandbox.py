@@ -619,14 +619,22 @@ def test_prepare_never_chowns_through_a_swapped_symlink(rt: ProcessRuntime, tmp_
                 yield step
         return hooked
 
-    monkeypatch.setattr(os, "walk", between_steps(os.walk))
-    monkeypatch.setattr(os, "fwalk", between_steps(os.fwalk))
+    def after_listing(scandir):
+        def hooked(*args, **kwargs):
+            it = scandir(*args, **kwargs)
+            exchange()
+            return it
+        return hooked
+
     home = rt.scratch_dir(spec("uid-race", "x"))
     home.mkdir(parents=True)
     before = tree(outside)
+    monkeypatch.setattr(os, "walk", between_steps(os.walk))
+    monkeypatch.setattr(os, "fwalk", between_steps(os.fwalk))
+    monkeypatch.setattr(os, "scandir", after_listing(os.scandir))
     rt.sandbox.prepare(home, [driver])
-    assert tree(outside) == before
     monkeypatch.undo()
+    assert tree(outside) == before
     swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(driver)])
     try:
         for _ in range(2000):

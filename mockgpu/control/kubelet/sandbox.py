@@ -339,23 +339,22 @@ class Sandbox:
     def prepare(self, home: Path, writable: list[Path]) -> None:
         """Give the workload user its home and the device plugin's read-write mounts (as root only).
 
-        Only the top of each mount, through a descriptor: nothing inside is walked or chowned. A pod can
-        write in there, so a recursive chown races its symlinks (a directory swapped for a link mid-walk
-        gives a host file to the workload user); whoever lays such a directory out gives its directories to
-        the workload user once (``write_node_driver(owner=)``), and every file in it is locked read-only
-        and replaced by rename, which needs no ownership of the file."""
+        A pod can write in a mount, so nothing there is reached by path: each directory (the mount and those
+        below it, two levels deep: the driver dir's ``ledgers/procs``) is opened ``O_NOFOLLOW`` from its
+        parent's descriptor and chowned through its own; files are not chowned at all (workloads lock them
+        read-only and replace them by rename, which needs only the directory). The path-based recursive
+        lchown this replaces chowned a host file when a directory was swapped for a symlink mid-walk."""
         home.chmod(0o700)
         if not self.as_root:
             return
-        _chown_dir(home, self.uid, self.gid)
+        _chown_dirs(home, self.uid, self.gid, depth=0)
         for top in writable:
-            _chown_dir(top, self.uid, self.gid)
+            _chown_dirs(top, self.uid, self.gid, depth=2)
 
 
-def _chown_dir(p: Path, uid: int, gid: int) -> None:
-    """chown a directory through a descriptor (no path resolved after the open; not a directory: nothing)."""
+def _chown_dirs(p: Path, uid: int, gid: int, depth: int) -> None:
     try:
         with Dir.open(p) as d:
-            d.chown(uid, gid)
+            d.chown_dirs(uid, gid, depth=depth)
     except (FileNotFoundError, NotADirectoryError):
         pass
