@@ -629,12 +629,11 @@ def test_prepare_never_chowns_through_a_swapped_symlink(rt: ProcessRuntime, tmp_
     home = rt.scratch_dir(spec("uid-race", "x"))
     home.mkdir(parents=True)
     before = tree(outside)
-    monkeypatch.setattr(os, "walk", between_steps(os.walk))
-    monkeypatch.setattr(os, "fwalk", between_steps(os.fwalk))
-    monkeypatch.setattr(os, "scandir", after_listing(os.scandir))
-    rt.sandbox.prepare(home, [driver])
-    monkeypatch.undo()
-    assert tree(outside) == before
+    for name, hook in (("walk", between_steps), ("fwalk", between_steps), ("scandir", after_listing)):
+        with monkeypatch.context() as m:  # one walk primitive at a time (hooking scandir also hooks walk's)
+            m.setattr(os, name, hook(getattr(os, name)))
+            rt.sandbox.prepare(home, [driver])
+        assert tree(outside) == before, name
     swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(driver)])
     try:
         for _ in range(2000):
