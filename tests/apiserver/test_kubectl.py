@@ -277,16 +277,17 @@ def test_get_watch_ends_at_request_timeout_and_shows_changes(newest, core, reque
 
 
 def test_logs_read_what_the_kubelet_wrote(newest, core, cluster, request):
-    from mockgpu.control.apiserver.podlogs import log_path
+    from mockgpu.control.apiserver.podlogs import container_log_dir
+    from mockgpu.control.kubelet.containerlogs import cri_line
     request.addfinalizer(lambda: _cleanup(core, "logged"))
     newest.ok("create", "-f", "-", stdin=gpu_pod("logged", "1"))
     node = core.list_node().items[0].metadata.name  # a pod with no node has an empty log, as upstream
     core.create_namespaced_binding("default", {"metadata": {"name": "logged"}, "target": {
         "apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
     pod = core.read_namespaced_pod("logged", "default")
-    path = log_path(cluster.state.dir, "default", "logged", pod.metadata.uid, "main")
+    path = container_log_dir(cluster.state.dir, "default", "logged", pod.metadata.uid, "main") / "0.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("GPU 0: NVIDIA A100-SXM4-80GB\nline two\n")
+    path.write_bytes(cri_line("stdout", "GPU 0: NVIDIA A100-SXM4-80GB") + cri_line("stderr", "line two"))
     core.patch_namespaced_pod_status("logged", "default", {"status": {"phase": "Running", "containerStatuses": [
         {"name": "main", "image": "busybox:1.36", "imageID": "", "ready": True, "restartCount": 0,
          "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})

@@ -10,7 +10,8 @@ import pytest
 from kubernetes import client, watch
 
 from mockgpu.backends.embedded import EmbeddedCluster
-from mockgpu.control.apiserver.podlogs import log_path
+from mockgpu.control.apiserver.podlogs import container_log_dir
+from mockgpu.control.kubelet.containerlogs import cri_line
 
 SEED_SPEC = Path(__file__).resolve().parents[2] / "clusters" / "seed-4x2.yaml"
 
@@ -59,10 +60,10 @@ def test_logs_tail_container_and_follow(core, cluster):
     core.create_namespaced_pod("default", {**_pod("lp", "a", "b"), "spec": {  # bound: an unbound pod's log is empty
         **_pod("lp", "a", "b")["spec"], "nodeName": core.list_node().items[0].metadata.name}})
     pod = core.read_namespaced_pod("lp", "default")
-    path = log_path(cluster.state.dir, "default", "lp", pod.metadata.uid, "a")
-    assert path.parent.parent == cluster.state.pod_logs_dir
+    path = container_log_dir(cluster.state.dir, "default", "lp", pod.metadata.uid, "a") / "0.log"
+    assert path.parent.parent.parent == cluster.state.pod_logs_dir
     path.parent.mkdir(parents=True)
-    path.write_text("one\ntwo\nthree\n")
+    path.write_bytes(b"".join(cri_line("stdout", t) for t in ("one", "two", "three")))
     assert core.read_namespaced_pod_log("lp", "default", container="a") == "one\ntwo\nthree\n"
     assert core.read_namespaced_pod_log("lp", "default", container="a", tail_lines=1) == "three\n"
     with pytest.raises(client.exceptions.ApiException) as exc:
@@ -71,8 +72,8 @@ def test_logs_tail_container_and_follow(core, cluster):
 
     def writer() -> None:
         time.sleep(0.3)
-        with path.open("a") as fh:
-            fh.write("four\n")
+        with path.open("ab") as fh:
+            fh.write(cri_line("stdout", "four"))
         time.sleep(0.3)
         core.patch_namespaced_pod_status("lp", "default", {"status": {"phase": "Succeeded"}})
 

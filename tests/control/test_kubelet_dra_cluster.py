@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 from pathlib import Path
 
 import polling
@@ -20,7 +21,8 @@ from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.backends.embedded.controlplane import node_root
 from mockgpu.config import load_spec
 from mockgpu.config.inventory import node_inventory
-from mockgpu.control.kubelet.kubelet import dra_dir_for
+from mockgpu.control.kubelet.kubelet import KubeletOptions, dra_dir_for
+from mockgpu.control.kubelet.pluginproc import BackOff
 from mockgpu.dra.slices import device_uuids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +35,8 @@ wait_for = functools.partial(polling.wait_for, timeout=30.0)
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path_factory.mktemp("home")
-    with EmbeddedCluster(SPEC, home=home, kubelets=True, scheduler=False, delete_on_exit=True) as c:
+    with EmbeddedCluster(SPEC, home=home, kubelets=True, scheduler=False, delete_on_exit=True,
+                         kubelet_options=KubeletOptions(plugin_backoff=BackOff(initial=1.0))) as c:
         groups = {g.name for g in client.ApisApi(c.api_client()).get_api_versions().groups}
         if "resource.k8s.io" not in groups:
             pytest.skip("this API server has no resource.k8s.io/v1 (built on branch dra-api)")
@@ -128,3 +131,16 @@ def test_pod_waits_for_its_claim_then_gets_its_device(cluster: EmbeddedCluster, 
     assert f"NVIDIA A100-SXM4-80GB MIG 3g.40gb  {uuid}" in log
     core.delete_namespaced_pod("mig-user", "default", grace_period_seconds=0)
     wait_for(lambda: not cdi.exists(), what="the CDI spec removed with the pod")
+
+
+def test_killed_driver_is_restarted_and_registers_again(cluster: EmbeddedCluster, api: client.ApiClient) -> None:
+    k = cluster.control_plane.kubelets["dra-0"]
+    before = {p: r.key for p, r in k.plugin_watcher.plugins.items()}
+    old_pid = k.dra_driver.pid
+    k.dra_driver.kill(signal.SIGKILL)
+    # started again after the back-off, its new registration socket is registered again by the plugin watcher
+    wait_for(lambda: k.dra_driver.restarts == 1 and k.dra_driver.alive(), what="the driver restarted")
+    wait_for(lambda: (now := {p: r.key for p, r in k.plugin_watcher.plugins.items() if r.ok}).keys() == before.keys()
+             and now != before, what="the driver registered again")
+    assert k.dra_driver.pid != old_pid and k.dra.registered() == ["gpu.mockgpu.io"]
+    assert len(slices(api, "dra-0")) > 0

@@ -1,5 +1,6 @@
 """Kubelet lifecycle on an in-process EmbeddedCluster: restart keeps devices, device health and a vanished
-plugin change allocatable, a deleted Node takes its pods with it, and nothing outlives stop()."""
+plugin change allocatable, a killed plugin is restarted and registers again, a deleted Node takes its pods with
+it, and nothing outlives stop()."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kubernetes import client
 
 from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.control.kubelet.kubelet import KubeletOptions
+from mockgpu.control.kubelet.pluginproc import BackOff
 from mockgpu.gpu.driver import Driver
 
 from .test_kubelet_cluster import WORKSHOP, gone, phase, pod, wait_for
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path_factory.mktemp("home")
     with EmbeddedCluster(WORKSHOP, home=home, kubelets=True, delete_on_exit=True,
-                         kubelet_options=KubeletOptions(heartbeat=0.5)) as c:
+                         kubelet_options=KubeletOptions(heartbeat=0.5, plugin_backoff=BackOff(initial=2.0))) as c:
         yield c
 
 
@@ -90,8 +92,25 @@ def test_unhealthy_device_then_vanished_plugin(core: client.CoreV1Api, cluster: 
     driver.inject_xid(driver.inventory.gpus[0].uuid, 79)  # fell off the bus: its 4 replicas turn unhealthy
     wait_for(lambda: allocatable(core, "shared-0") == "4", what="allocatable 4")
     assert core.read_node("shared-0").status.capacity["nvidia.com/gpu"] == "8"
+    core.create_namespaced_pod("default", pod("holder", "shared-0", ["sleep", "60"], gpus=1))
+    wait_for(lambda: phase(core, "holder") == "Running", what="holder Running")
+    uid = core.read_namespaced_pod("holder", "default").metadata.uid
+    held = k.dm.pod_devices()[(uid, "main")]
+    old_pid = k.plugin.pid
     k.plugin.kill(signal.SIGKILL)
     wait_for(lambda: allocatable(core, "shared-0") == "0", what="allocatable 0")
+    assert core.read_node("shared-0").status.capacity["nvidia.com/gpu"] == "8"  # unhealthy, not gone (grace)
+
+    # restarted after the back-off (2 s here), it registers again and ListAndWatch gives the GPUs back
+    wait_for(lambda: allocatable(core, "shared-0") == "4", timeout=30, what="allocatable 4 again")
+    assert k.plugin.restarts == 1 and k.plugin.pid != old_pid and k.plugin.alive()
+    assert [r for r, _ in k.dm.registrations].count("nvidia.com/gpu") == 2
+    assert phase(core, "holder") == "Running" and k.dm.pod_devices()[(uid, "main")] == held
+    core.create_namespaced_pod("default", pod("after", "shared-0", ["sleep", "60"], gpus=1))
+    wait_for(lambda: phase(core, "after") == "Running", what="a new GPU pod Running")
+    for n in ("holder", "after"):
+        core.delete_namespaced_pod(n, "default", grace_period_seconds=0)
+    wait_for(lambda: gone(core, "holder") and gone(core, "after"), what="deleted")
 
 
 def test_node_deleted_under_a_running_pod(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:

@@ -289,15 +289,14 @@ def test_container_env_identity_and_minimal_path(rt: ProcessRuntime) -> None:
     assert "HOME" in env and env["HOSTNAME"] == "p"
 
 
-def test_plain_log_copy_is_appended_across_restarts(tmp_path: Path) -> None:
-    plain = tmp_path / "logs" / "ns_p_uid-1" / "c.log"
+def test_a_log_per_run_in_the_log_dir_and_only_the_previous_run_kept(tmp_path: Path) -> None:
+    logs = tmp_path / "logs" / "ns_p_uid-1" / "c"
     runtime = ProcessRuntime(
-        tmp_path / "rt",
-        plain_log=lambda s: tmp_path / "logs" / f"{s.namespace}_{s.pod_name}_{s.pod_uid}" / f"{s.name}.log",
+        tmp_path / "rt", log_dir=lambda s: tmp_path / "logs" / f"{s.namespace}_{s.pod_name}_{s.pod_uid}" / s.name,
     )
-    runtime.start(spec("c", "sh", "-c", "echo one; echo two >&2"))
-    runtime.wait("uid-1", "c", timeout=10)
-    runtime.start(spec("c", "echo", "three", restart_count=1))
-    runtime.wait("uid-1", "c", timeout=10)
-    lines = plain.read_text().splitlines()
-    assert sorted(lines[:2]) == ["one", "two"] and lines[2:] == ["three"]
+    for run, word in enumerate(("one", "two", "three")):
+        runtime.start(spec("c", "echo", word, restart_count=run))
+        runtime.wait("uid-1", "c", timeout=10)
+    assert sorted(p.name for p in logs.iterdir()) == ["1.log", "2.log"]  # the kubelet keeps one dead container
+    assert runtime.logs("uid-1", "c") == "three\n" and runtime.logs("uid-1", "c", previous=True) == "two\n"
+    assert (logs.stat().st_mode & 0o777, (logs / "2.log").stat().st_mode & 0o777) == (0o700, 0o600)

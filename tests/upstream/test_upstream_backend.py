@@ -108,6 +108,24 @@ def test_deployment_job_and_pending_pod(seed_upstream, tmp_path):
     assert (cond.status, cond.reason, cond.message) == ("False", "Unschedulable", INSUFFICIENT)
 
 
+def test_state_keys_tokens_and_logs_are_private(seed_upstream):
+    """Every file of the cluster's home 0600 and every dir 0700 (PKI, tokens, kubeconfigs, etcd's data, component
+    and container logs), except the dirs a workload sees through its sandbox, which sit in the 0700 node dirs."""
+    top = seed_upstream.state.dir
+    visible = {n / d for n in (top / "nodes").iterdir() for d in ("driver", "runtime/bin", "runtime/rootfs",
+                                                                 "runtime/sandbox")}
+    bad = []
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if Path(root, d) not in visible]
+        for name in [".", *files]:
+            mode = Path(root, name).lstat().st_mode
+            if not (stat.S_ISLNK(mode) or stat.S_ISSOCK(mode)) and mode & 0o077:
+                bad.append(f"{Path(root, name).relative_to(top)} {stat.filemode(mode)}")
+    assert bad == [], "\n".join(bad)
+    for must in ("pki/ca.key", "pki/ca.crt", "tokens.csv", "kubeconfig", "etcd", "logs/kube-apiserver.log"):
+        assert (top / must).exists(), must
+
+
 def test_requires_its_token_and_binds_loopback_only(seed_upstream):
     ctx = ssl.create_default_context(cafile=str(seed_upstream.state.cert_file))
     with pytest.raises(urllib.error.HTTPError) as err:

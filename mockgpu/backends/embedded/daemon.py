@@ -29,6 +29,7 @@ from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.server import ENDPOINT_NAME, APIServer, lock_held, read_endpoint
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import open_private, write_private
 
 PID_NAME = "apiserver.pid"
 CONTROL_PLANE_NAME = "controlplane.json"
@@ -60,7 +61,7 @@ def run_daemon(state_dir: Path) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     state = ClusterState(Path(state_dir).name, Path(state_dir))
-    (state.dir / PID_NAME).write_text(str(os.getpid()))
+    write_private(state.dir / PID_NAME, str(os.getpid()))
     # The daemon never validates manifests: keep ``kubernetes.dynamic`` from importing kubernetes-validate
     # (a test dependency whose JSON-schema grammars take over a second to build) when the client is imported.
     sys.modules.setdefault("kubernetes_validate", None)
@@ -74,9 +75,7 @@ def run_daemon(state_dir: Path) -> int:
 
 
 def _report(state: ClusterState, phase: str, error: str = "") -> None:
-    tmp = state.dir / (CONTROL_PLANE_NAME + ".tmp")
-    tmp.write_text(json.dumps({"state": phase, "error": error}))
-    tmp.replace(state.dir / CONTROL_PLANE_NAME)
+    write_private(state.dir / CONTROL_PLANE_NAME, json.dumps({"state": phase, "error": error}))
 
 
 async def _serve(state: ClusterState, server: APIServer) -> None:
@@ -131,7 +130,7 @@ def spawn(state: ClusterState) -> None:
     for name in (ENDPOINT_NAME, PID_NAME, CONTROL_PLANE_NAME):
         (state.dir / name).unlink(missing_ok=True)
     if threading.active_count() > 1 or not hasattr(os, "fork"):
-        with state.log_file.open("ab") as log:
+        with os.fdopen(open_private(state.log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
             subprocess.Popen([sys.executable, "-m", "mockgpu.backends.embedded.daemon", str(state.dir)],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                              close_fds=True)

@@ -1,6 +1,7 @@
 """Where an embedded cluster keeps its state, and the files in it.
 
-Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``):
+Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``), mode 0700, every file in it 0600
+(``privatefs``; the workload-visible dirs under ``nodes/<node>/`` are the sandbox's):
 
 - ``cluster.json``   name, token, port, scheduler config, kubeconfig path (written by ``up``)
 - ``spec.yaml``      the cluster spec the cluster was created from (resume reads it)
@@ -9,7 +10,8 @@ Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``):
 - ``endpoint.json``  pid and port of the running server; ``apiserver.lock`` is held while it runs
 - ``kubeconfig``     default kubeconfig (mode 0600)
 - ``apiserver.crt``, ``apiserver.key``  the self-signed serving certificate (kubectl needs TLS)
-- ``logs/<ns>_<pod>_<uid>/<container>.log``  container output, written by the kubelet
+- ``logs/<ns>_<pod>_<uid>/<container>/<restart>.log``  container output (CRI format, rotated), written by
+  the kubelet
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 
 from mockgpu.config import ClusterSpec, load_spec
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import private_dir, write_private
 
 
 def mockgpu_home(home: str | Path | None = None) -> Path:
@@ -85,20 +88,16 @@ class ClusterState:
                                f"remove that folder or run mockgpu down --name {self.name}") from None
 
     def write_config(self, config: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.config_file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the token
-        with os.fdopen(fd, "w") as fh:
-            json.dump(config, fh, indent=2)
-        tmp.replace(self.config_file)
+        private_dir(self.dir)
+        write_private(self.config_file, json.dumps(config, indent=2))  # it holds the token
 
     def load_spec(self) -> ClusterSpec:
         return load_spec(self.spec_file)
 
     def save_spec(self, spec: ClusterSpec) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.dir)
         data = spec.model_dump(mode="json", by_alias=True, exclude={"source"})
-        self.spec_file.write_text(yaml.safe_dump(data, sort_keys=False))
+        write_private(self.spec_file, yaml.safe_dump(data, sort_keys=False))
 
 
 def new_config(name: str, *, scheduler_config: Path | None, kubeconfig: Path, device_plugin: str) -> dict[str, Any]:

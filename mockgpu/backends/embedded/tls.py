@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import open_private, private_dir, write_private
 
 
 def ensure_serving_cert(cert: Path, key: Path, cluster: str) -> None:
@@ -43,9 +44,9 @@ def ensure_serving_cert(cert: Path, key: Path, cluster: str) -> None:
                                                     x509.DNSName("localhost")]), critical=False)
         .sign(pkey, hashes.SHA256())
     )
-    key.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    private_dir(key.parent)
+    fd = open_private(key)
     with os.fdopen(fd, "wb") as fh:
         fh.write(pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption()))
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    write_private(cert, certificate.public_bytes(serialization.Encoding.PEM))

@@ -30,6 +30,7 @@ from mockgpu.backends.upstream.state import UpstreamState, new_config
 from mockgpu.config import ClusterSpec
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import open_private
 
 START_TIMEOUT = 300.0  # a cold kube-apiserver on a loaded 2-core machine takes tens of seconds
 
@@ -61,7 +62,7 @@ def spawn(state: UpstreamState) -> None:
     """Start the supervisor in a new session; it outlives the calling process."""
     for name in (ENDPOINT_NAME, PID_NAME, PROGRESS_NAME):
         (state.dir / name).unlink(missing_ok=True)
-    with state.log_file.open("ab") as log:
+    with os.fdopen(open_private(state.log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
         subprocess.Popen([sys.executable, "-m", "mockgpu.backends.upstream.daemon", str(state.dir)],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
 

@@ -36,6 +36,7 @@ from mockgpu.backends.upstream import components
 from mockgpu.backends.upstream.binaries import binary
 from mockgpu.backends.upstream.state import LOCK_NAME, UpstreamState, token_file
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import open_private, private_dir, write_private
 
 log = logging.getLogger("mockgpu.upstream")
 PID_NAME = "upstream.pid"
@@ -60,8 +61,8 @@ class Component:
         self._log: IO[bytes] | None = None
 
     def start(self) -> Component:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
+        private_dir(self.log_path.parent)
+        self._log = os.fdopen(open_private(self.log_path, os.O_WRONLY | os.O_APPEND), "ab")
         self.proc = subprocess.Popen([str(binary(self.name)), *self.argv], stdin=subprocess.DEVNULL,
                                      stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
                                      close_fds=True)
@@ -134,9 +135,7 @@ class Supervisor:
         """Token file, component kubeconfigs and the scheduler's configuration (rewritten at every start,
         so a moved checkout or binary never leaves a stale path behind)."""
         ly, cfg = self.layout, self.config
-        fd = os.open(ly.tokens, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(token_file(cfg))
+        write_private(ly.tokens, token_file(cfg))
         ca = (ly.pki / "ca.crt").read_bytes()
         url = f"https://127.0.0.1:{self.ports.apiserver}"
         for component, key in (("kube-scheduler", "schedulerToken"),
@@ -147,14 +146,13 @@ class Supervisor:
         doc = None
         if cfg.get("schedulerConfig"):
             doc = yaml.safe_load(Path(cfg["schedulerConfig"]).read_text())
-        ly.scheduler_config.write_text(yaml.safe_dump(
+        write_private(ly.scheduler_config, yaml.safe_dump(
             components.scheduler_configuration(doc, ly.kubeconfig("kube-scheduler")), sort_keys=False))
 
     # -- progress ----------------------------------------------------------------------------------
     def report(self, phase: str, step: str = "", error: str = "") -> None:
-        tmp = self.state.dir / (PROGRESS_NAME + ".tmp")
-        tmp.write_text(json.dumps({"state": phase, "step": step, "error": error, "timings": self.timings}))
-        tmp.replace(self.state.dir / PROGRESS_NAME)
+        write_private(self.state.dir / PROGRESS_NAME,
+                      json.dumps({"state": phase, "step": step, "error": error, "timings": self.timings}))
 
     def mark(self, step: str) -> None:
         self.timings[step] = round(time.monotonic() - self._t0, 2)
@@ -238,9 +236,8 @@ class Supervisor:
         return None
 
     def _write_endpoint(self) -> None:
-        tmp = self.state.dir / (ENDPOINT_NAME + ".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "port": self.ports.apiserver, "mode": "daemon"}))
-        tmp.replace(self.state.dir / ENDPOINT_NAME)
+        write_private(self.state.dir / ENDPOINT_NAME,
+                      json.dumps({"pid": os.getpid(), "port": self.ports.apiserver, "mode": "daemon"}))
 
     def first_dead(self) -> Component | None:
         return next((c for c in self.components if not c.alive()), None)
@@ -266,13 +263,13 @@ def run_daemon(state_dir: Path) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sys.modules.setdefault("kubernetes_validate", None)  # see the embedded daemon: not needed, slow to import
     state = UpstreamState(Path(state_dir).name, Path(state_dir))
-    lock = (state.dir / LOCK_NAME).open("a")
+    lock = os.fdopen(open_private(state.dir / LOCK_NAME, os.O_WRONLY | os.O_APPEND), "a")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         log.error("another supervisor holds %s", state.dir)
         return 1
-    (state.dir / PID_NAME).write_text(str(os.getpid()))
+    write_private(state.dir / PID_NAME, str(os.getpid()))
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

@@ -26,6 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from mockgpu.privatefs import open_private, private_dir, write_private
+
 SERVICE_CIDR = "10.96.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of SERVICE_CIDR, the apiserver's own Service
 API_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
@@ -55,8 +57,7 @@ LEAVES = (
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
+    with os.fdopen(open_private(path), "wb") as fh:
         fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption()))
 
@@ -89,7 +90,7 @@ def _ca(dir: Path, cluster: str) -> tuple[x509.Certificate, ec.EllipticCurvePriv
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(pkey.public_key()), critical=False)
             .sign(pkey, hashes.SHA256()))
     _write_key(key, pkey)
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    write_private(crt, cert.public_bytes(serialization.Encoding.PEM))
     return cert, pkey
 
 
@@ -113,7 +114,7 @@ def _leaf(dir: Path, leaf: Leaf, ca: x509.Certificate, ca_key: ec.EllipticCurveP
     if sans:
         b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     _write_key(key, pkey)
-    crt.write_bytes(b.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    write_private(crt, b.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
 
 
 def _service_account_keys(dir: Path) -> None:
@@ -122,14 +123,13 @@ def _service_account_keys(dir: Path) -> None:
         return
     pkey = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(key, pkey)
-    pub.write_bytes(pkey.public_key().public_bytes(serialization.Encoding.PEM,
-                                                    serialization.PublicFormat.SubjectPublicKeyInfo))
+    write_private(pub, pkey.public_key().public_bytes(serialization.Encoding.PEM,
+                                                      serialization.PublicFormat.SubjectPublicKeyInfo))
 
 
 def ensure_pki(dir: Path, cluster: str) -> Path:
     """Make every certificate and key above that is missing; returns ``dir``."""
-    dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(dir, 0o700)
+    private_dir(dir)
     ca, ca_key = _ca(dir, cluster)
     for leaf in LEAVES:
         _leaf(dir, leaf, ca, ca_key)

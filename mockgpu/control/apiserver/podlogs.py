@@ -1,20 +1,26 @@
 """Container logs: where the kubelet writes them, and ``GET pods/<name>/log`` (with follow) reading them.
 
-Layout (the contract with the kubelet): ``<state>/logs/<namespace>_<pod>_<uid>/<container>.log``, the
-container's output as plain text, appended across restarts (like kubelet's ``/var/log/pods`` folder
-without the CRI timestamp prefix; ``timestamps=true`` and ``previous=true`` are therefore not served).
+Layout (the contract with the kubelet), as the kubelet's ``/var/log/pods``:
+``<state>/logs/<namespace>_<pod>_<uid>/<container>/<restart>.log`` in the CRI format, rotated to
+``<restart>.log.<timestamp>`` (``kubelet.containerlogs``). The highest ``<restart>`` is the current
+container's log, the one before it ``previous=true``'s. Served as the kubelet serves them
+(``pkg/kubelet/kuberuntime/logs``): ``tailLines`` and ``limitBytes`` read from the end of the current file (not
+the whole file), ``sinceSeconds``/``sinceTime`` and ``timestamps`` from the CRI timestamps, ``follow`` across a
+rotation until the container ends; the query is validated as upstream's ``ValidatePodLogOptions`` (422).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import web
 
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.store import Obj
+from mockgpu.control.kubelet.containerlogs import LogReader
 
 POLL_S = 0.05
 
@@ -23,9 +29,19 @@ def log_dir(state_dir: str | Path, namespace: str, pod: str, uid: str) -> Path:
     return Path(state_dir) / "logs" / f"{namespace}_{pod}_{uid}"
 
 
-def log_path(state_dir: str | Path, namespace: str, pod: str, uid: str, container: str) -> Path:
-    """The file a container's output goes to; the kubelet creates it, the API server reads it."""
-    return log_dir(state_dir, namespace, pod, uid) / f"{container}.log"
+def container_log_dir(state_dir: str | Path, namespace: str, pod: str, uid: str, container: str) -> Path:
+    """The dir a container's ``<restart>.log`` files go to; the kubelet writes them, the API server reads them."""
+    return log_dir(state_dir, namespace, pod, uid) / container
+
+
+def run_logs(directory: Path) -> list[Path]:
+    """The ``<restart>.log`` files of a container, oldest run first."""
+    try:
+        names = [p.name for p in directory.iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    runs = sorted(int(n[:-4]) for n in names if n.endswith(".log") and n[:-4].isdigit())
+    return [directory / f"{r}.log" for r in runs]
 
 
 def pick_container(pod: Obj, container: str | None) -> str:
@@ -64,59 +80,94 @@ def _waiting_reason(pod: Obj, container: str) -> str:
     return "ContainerCreating"
 
 
-def _tail(data: bytes, lines: int) -> bytes:
-    if lines <= 0:
-        return b""
-    parts = data.splitlines(keepends=True)
-    return b"".join(parts[-lines:])
+def _int(q, name: str) -> int | None:  # noqa: ANN001 - a MultiDictProxy
+    if name not in q:
+        return None
+    try:
+        return int(q[name])
+    except ValueError:
+        raise st.bad_request(f'strconv.ParseInt: parsing "{q[name]}": invalid syntax') from None
+
+
+def _bool(q, name: str) -> bool:  # noqa: ANN001
+    """apimachinery's Convert_Slice_string_To_bool: absent, "0" or "false" (any case) are false, all else true."""
+    v = q.get(name)
+    return v is not None and v != "0" and v.lower() != "false"
+
+
+def _options(q, name: str) -> dict:  # noqa: ANN001
+    """The query as PodLogOptions, validated as upstream's ``ValidatePodLogOptions``."""
+    tail, limit, since_s = _int(q, "tailLines"), _int(q, "limitBytes"), _int(q, "sinceSeconds")
+    since_time = None
+    if "sinceTime" in q:
+        try:
+            since_time = datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00"))
+        except ValueError:
+            v = q["sinceTime"]  # Go's text names the first element it could not parse; here always the year
+            raise st.bad_request(f'parsing time "{v}" as "2006-01-02T15:04:05Z07:00": cannot parse "{v}" as "2006"') \
+                from None
+    causes: list[st.FieldError] = []
+    if tail is not None and tail < 0:
+        causes.append(st.field_invalid("tailLines", tail, "must be greater than or equal to 0"))
+    if limit is not None and limit < 1:
+        causes.append(st.field_invalid("limitBytes", limit, "must be greater than 0"))
+    if since_s is not None and since_time is not None:
+        causes.append(st.field_forbidden("[]", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+    elif since_s is not None and since_s < 1:
+        causes.append(st.field_invalid("sinceSeconds", since_s, "must be greater than 0"))
+    if causes:
+        raise st.invalid("PodLogOptions", name, causes)
+    since = since_time if since_time is not None else \
+        datetime.now(UTC) - timedelta(seconds=since_s) if since_s is not None else None
+    return {"tail": tail, "limit": limit, "since": since, "timestamps": _bool(q, "timestamps"),
+            "follow": _bool(q, "follow"), "previous": _bool(q, "previous")}
 
 
 async def serve_log(request: web.Request, state_dir: Path, pod: Obj,
                     current: Callable[[], Obj | None]) -> web.StreamResponse:
     """The log of one container; ``follow`` streams new output until the container ends or the client leaves."""
     q = request.query
+    meta = pod["metadata"]
     container = pick_container(pod, q.get("container"))
+    opts = _options(q, meta["name"])
     if not (pod.get("spec") or {}).get("nodeName"):  # upstream LogLocation: no host yet, an empty log
         return web.Response(body=b"", content_type="text/plain")
-    meta = pod["metadata"]
-    path = log_path(state_dir, meta["namespace"], meta["name"], meta["uid"], container)
-    follow = q.get("follow") in ("1", "t", "T", "true", "TRUE", "True")
-    if not path.exists():
+    runs = run_logs(container_log_dir(state_dir, meta["namespace"], meta["name"], meta["uid"], container))
+    if opts["previous"]:
+        if len(runs) < 2:
+            raise st.bad_request(f'previous terminated container "{container}" in pod "{meta["name"]}" not found')
+        path, follow = runs[-2], False  # a terminated container's log does not grow
+    elif not runs:
         if not container_finished(pod, container):
             raise st.bad_request(f'container "{container}" in pod "{meta["name"]}" is waiting to start: '
                                  f"{_waiting_reason(pod, container)}")
         return web.Response(body=b"", content_type="text/plain")
+    else:
+        path, follow = runs[-1], opts["follow"]
     try:
-        tail = int(q["tailLines"]) if "tailLines" in q else None
-        limit = int(q["limitBytes"]) if "limitBytes" in q else None
-    except ValueError as exc:
-        raise st.bad_request(f"invalid query parameter: {exc}") from None
-    with path.open("rb") as fh:
-        data = fh.read()
-        if tail is not None:
-            data = _tail(data, tail)
-        if limit is not None:
-            data = data[:max(0, limit)]
-        if not follow:
-            return web.Response(body=data, content_type="text/plain")
+        reader = LogReader(path, timestamps=opts["timestamps"], since=opts["since"], tail=opts["tail"],
+                           limit=opts["limit"])
+    except FileNotFoundError:  # removed since listed (pod deleted)
+        return web.Response(body=b"", content_type="text/plain")
+    with reader:
         resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        sent = len(data)
-        if data:
-            await resp.write(data)
-        while limit is None or sent < limit:
-            chunk = fh.read()
+        while not reader.done():
+            chunk = reader.read()
             if chunk:
-                if limit is not None:
-                    chunk = chunk[:limit - sent]
-                sent += len(chunk)
                 await resp.write(chunk)
                 continue
+            if not follow:
+                break
+            if reader.rotated():  # the kubelet rotated the file: the rest of the old one, then the new one
+                while chunk := reader.read():
+                    await resp.write(chunk)
+                reader.reopen()
+                continue
             if container_finished(current(), container):
-                rest = fh.read()
-                if rest:
-                    await resp.write(rest)
+                while chunk := reader.read():
+                    await resp.write(chunk)
                 break
             if request.transport is None or request.transport.is_closing():
                 break

@@ -28,6 +28,7 @@ from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.services import ensure_kubernetes_service
 from mockgpu.control.apiserver.store import Store
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import open_private, private_dir, write_private
 
 log = logging.getLogger("mockgpu.apiserver")
 
@@ -45,7 +46,7 @@ def lock_held(state_dir: Path, name: str = LOCK_NAME) -> bool:
     path = Path(state_dir) / name
     if not path.exists():
         return False
-    with path.open("a") as fh:
+    with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "a") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -89,7 +90,7 @@ class APIServer:
     # ---- on the current loop -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
         self._take_lock()
         try:
             self.store = Store(self.state_dir / DB_NAME, history=self.history)
@@ -103,9 +104,7 @@ class APIServer:
             self.http.address = f"127.0.0.1:{self.port}"
             ensure_kubernetes_service(self.http.api, self.port)
             endpoint = {"pid": os.getpid(), "port": self.port, "url": self.url, "mode": self.mode}
-            tmp = self.state_dir / (ENDPOINT_NAME + ".tmp")
-            tmp.write_text(json.dumps(endpoint))
-            tmp.replace(self.state_dir / ENDPOINT_NAME)
+            write_private(self.state_dir / ENDPOINT_NAME, json.dumps(endpoint))
             log.info("API server for %s listening on %s", self.state_dir, self.url)
         except BaseException:
             await self.stop()
@@ -141,7 +140,7 @@ class APIServer:
             self._lock_fh = None
 
     def _take_lock(self) -> None:
-        fh = (self.state_dir / LOCK_NAME).open("a")
+        fh = os.fdopen(open_private(self.state_dir / LOCK_NAME, os.O_WRONLY | os.O_APPEND), "a")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mockgpu.privatefs import secure_sqlite
+
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
@@ -55,6 +57,8 @@ class Store:
     def __init__(self, path: str | Path, *, history: int = 10000) -> None:
         self.path = str(path)
         self.history_size = history
+        if self.path != ":memory:":
+            secure_sqlite(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take that mode
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mockgpu.privatefs import write_private
 
 CHECKPOINT_NAME = "kubelet_internal_checkpoint"
 NO_NUMA = "-1"
@@ -73,9 +74,7 @@ def _checksum(data_json: dict) -> int:
 def write_checkpoint(path: Path, data: CheckpointData) -> None:
     """Write atomically (temp file + rename), as the kubelet's checkpoint manager does."""
     body = _data_json(data)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"Data": body, "Checksum": _checksum(body)}))
-    os.replace(tmp, path)
+    write_private(path, json.dumps({"Data": body, "Checksum": _checksum(body)}))
 
 
 def read_checkpoint(path: Path) -> CheckpointData | None:

@@ -6,7 +6,9 @@ Follows ``pkg/kubelet/cm/devicemanager`` (see the reference notes), with these s
   Topology Manager (NUMA filtering) are not modelled, so candidates are "no affinity" (sorted IDs);
 * when a plugin's stream ends, its devices turn unhealthy at once (allocatable 0, capacity kept),
   and the resource is dropped (capacity 0) once ``endpoint_grace`` (upstream 5 min) has passed
-  without re-registration, checked lazily in ``node_resources()`` as upstream's GetCapacity does;
+  without re-registration, checked lazily in ``node_resources()`` as upstream's GetCapacity does; a plugin
+  that registers again (the kubelet restarts a dead plugin process, ``pluginproc``) replaces the endpoint and
+  its ListAndWatch gives the devices back, while pods keep the devices checkpointed for them;
 * device plugins register only through kubelet.sock (the ``plugins_registry`` watcher, ``pluginwatcher``,
   serves DRA drivers only);
 * PodResources API is not served; ``pod_devices()`` gives the same facts in Python.
@@ -37,6 +39,7 @@ from mockgpu.control.kubelet.podevices import ContainerAllocation, PodDevices
 from mockgpu.deviceplugin.api import api_pb2 as pb
 from mockgpu.deviceplugin.api import api_pb2_grpc as pb_grpc
 from mockgpu.errors import MockgpuError
+from mockgpu.privatefs import private_dir
 
 log = logging.getLogger(__name__)
 KUBELET_SOCKET = "kubelet.sock"
@@ -103,7 +106,7 @@ class DeviceManager:
                 f"{self.socket_path} is {len(str(self.socket_path))} bytes long; a Unix socket path may have at most "
                 f"{MAX_SOCKET_PATH}: use a shorter device plugin directory"
             )
-        self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+        private_dir(self.plugin_dir)
         try:
             data = read_checkpoint(self.pods.path)
         except CorruptCheckpointError as exc:

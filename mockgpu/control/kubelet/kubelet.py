@@ -3,7 +3,9 @@
 ``Kubelet(api_client, spec, node, spec_file=, root=, state_dir=)``; ``start()``, ``wait_ready()``, ``stop()``.
 What it does, as upstream's kubelet does it:
 * runs the node's device plugin as its own process (``pluginproc``) on a per-node plugin dir, and a
-  ``DeviceManager`` serving ``kubelet.sock`` there; a ``ProcessRuntime`` runs containers;
+  ``DeviceManager`` serving ``kubelet.sock`` there; a ``ProcessRuntime`` runs containers; a plugin (or DRA
+  driver) process that dies is started again with the container back-off (``KubeletOptions.plugin_backoff``,
+  upstream's 10 s doubling to 5 min) and registers again, as the DaemonSet pod's container would;
 * registers its Node (``nodestatus``): base resources from the spec, extended resources only from
   ListAndWatch, GFD labels; posts status on every device change and every ``heartbeat`` seconds;
 * watches pods with ``spec.nodeName=<node>`` (``podsync``): runs a ``PodWorker`` per pod, writes pod status
@@ -36,14 +38,15 @@ from typing import Any
 
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.inventory import device_plugin_inventory, dra_gpus, node_inventory
-from mockgpu.control.apiserver.podlogs import log_path
+from mockgpu.control.apiserver.podlogs import container_log_dir
 from mockgpu.control.kubelet.apiwatch import Reflector
 from mockgpu.control.kubelet.container import ContainerSpec
+from mockgpu.control.kubelet.containerlogs import MAX_FILES, MAX_SIZE, LogRotation
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
 from mockgpu.control.kubelet.nodestatus import KUBELET_PORT, conditions, node_object, resources
-from mockgpu.control.kubelet.pluginproc import PluginProcess
+from mockgpu.control.kubelet.pluginproc import BackOff, PluginProcess
 from mockgpu.control.kubelet.pluginwatcher import PluginWatcher
 from mockgpu.control.kubelet.podsync import PodSync
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
@@ -52,6 +55,7 @@ from mockgpu.deviceplugin.resources import resource_managers
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import write_node_driver
 from mockgpu.gpu.state import DeviceAllocation, StateInputs
+from mockgpu.privatefs import private_dir
 
 log = logging.getLogger(__name__)
 NODE_LEASE_NAMESPACE = "kube-node-lease"  # upstream's node lease: name = node, renewed with the status
@@ -114,6 +118,9 @@ class KubeletOptions:
     run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
     publish_interval: float = 1.0
     port: int = KUBELET_PORT  # advertised in status.daemonEndpoints (the upstream backend serves logs there)
+    container_log_max_size: int = MAX_SIZE  # bytes (upstream containerLogMaxSize, 10Mi)
+    container_log_max_files: int = MAX_FILES  # upstream containerLogMaxFiles
+    plugin_backoff: BackOff | None = BackOff()  # restart delays of a dead device plugin / DRA driver; None: never
 
 
 class Kubelet:
@@ -139,9 +146,12 @@ class Kubelet:
             if config and dp_inventory and dp_inventory.gpus else {}
         self.expected = {r: len(rm.devices()) for r, rm in self.managers.items()}
         self.dm = DeviceManager(self.plugin_dir, on_change=self._devices_changed, active_pods=self._active_uids)
-        self.runtime = ProcessRuntime(self.root / "runtime", plain_log=self._plain_log, warm=True)
+        private_dir(self.root / "runtime")  # 0700 from the start (node dir too); the sandbox's dirs are in it
+        self.runtime = ProcessRuntime(self.root / "runtime", log_dir=self._log_dir, warm=True,
+                                      log_rotation=LogRotation(self.options.container_log_max_size,
+                                                               self.options.container_log_max_files))
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
-                                    self.root / "device-plugin.log") \
+                                    self.root / "device-plugin.log", backoff=self.options.plugin_backoff) \
             if self.has_gpus and dp_inventory.gpus and self.options.run_plugin else None
         self.spec_file = Path(spec_file)
         self.dra_gpus = dra_gpus(spec, node) if self.has_gpus else []
@@ -167,7 +177,10 @@ class Kubelet:
 
     def start_devices(self) -> Kubelet:
         """The node side: driver dir, device manager (kubelet.sock) and the device plugin process."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)  # the node's state; the workload-visible dirs in it are the sandbox's (bwrap
+        # mounts them as root, so this 0700 dir does not keep the workload's uid out of them)
+        if self.plugin_watcher is not None:
+            private_dir(self.dra_dir)
         if self.inventory is not None:
             sandbox = self.runtime.sandbox  # the driver dir's directories belong to the workload user
             write_node_driver(self.driver_dir, self.inventory,
@@ -213,7 +226,8 @@ class Kubelet:
         kubeconfig = write_client_kubeconfig(api, self.root / "dra-driver.kubeconfig")
         self.dra_driver = PluginProcess.dra_driver(
             self.spec_file, self.name, self.dra_dir / "plugins", self.dra_dir / "plugins_registry",
-            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log").start()
+            self.dra_dir / "cdi", self.driver_dir, kubeconfig, self.root / "dra-driver.log",
+            backoff=self.options.plugin_backoff).start()
 
     def ready(self) -> bool:
         """Node registered, every device plugin resource advertised in full, the DRA driver (if any) registered."""
@@ -330,8 +344,8 @@ class Kubelet:
             threading.Thread(target=self.pods.node_deleted, name=f"nodegone-{self.name}", daemon=True).start()
 
     # -- helpers for the pod side ------------------------------------------------------------------
-    def _plain_log(self, spec: ContainerSpec) -> Path:
-        return log_path(self.state_dir, spec.namespace, spec.pod_name, spec.pod_uid, spec.name)
+    def _log_dir(self, spec: ContainerSpec) -> Path:
+        return container_log_dir(self.state_dir, spec.namespace, spec.pod_name, spec.pod_uid, spec.name)
 
     def _active_uids(self) -> list[str]:
         return self.pods.active_uids()

@@ -22,7 +22,8 @@ What a container gets, and how it differs from a real one:
   home, ``/tmp`` or under a mount).
 * its own session and process group, so stopping kills its children; when the main process
   exits every process left in its PID namespace is killed, like a container's.
-* stdout/stderr in a CRI log file (``containerlogs.py``); exit code ``128+N`` for signal N with
+* stdout/stderr in a CRI log file per run (``containerlogs.py``: ``<log dir>/<restart>.log``, rotated at
+  ``log_rotation``'s size; the logs of runs before the previous one are removed); exit code ``128+N`` for signal N with
   reason ``Error``, ``Completed`` for 0 (``OOMKilled`` does not apply: no cgroups).
 * graceful stop: SIGTERM to the container's processes, SIGKILL after the grace period.
 Every runtime is registered so ``stop_all`` (also at interpreter exit) leaves no process behind.
@@ -44,7 +45,7 @@ from pathlib import Path
 
 from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
-from mockgpu.control.kubelet.containerlogs import LogWriter, render_logs
+from mockgpu.control.kubelet.containerlogs import LogRotation, LogWriter, render_logs
 from mockgpu.control.kubelet.execenv import LAUNCHER_ENV, BadEnvironment, env_fd
 from mockgpu.control.kubelet.sandbox import Sandbox, SandboxUnavailable
 
@@ -72,7 +73,8 @@ class ProcessRuntime:
         allowlist: CommandAllowlist | None = None,
         entrypoints: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
         on_exit: Callable[[ContainerStatus], None] | None = None,
-        plain_log: Callable[[ContainerSpec], Path] | None = None,
+        log_dir: Callable[[ContainerSpec], Path] | None = None,
+        log_rotation: LogRotation | None = None,
         bwrap: str | None = "auto",
         warm: bool = False,
     ) -> None:
@@ -80,7 +82,8 @@ class ProcessRuntime:
         self.allowlist = allowlist or CommandAllowlist()
         self.entrypoints = entrypoints or {}  # image -> (ENTRYPOINT, CMD)
         self.on_exit = on_exit
-        self.plain_log = plain_log  # where a plain-text copy of each container's output is appended
+        self.log_dir = log_dir or self.pod_log_dir  # where <restart>.log of each container goes
+        self.log_rotation = log_rotation or LogRotation()
         self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
         self.sandbox = Sandbox(self.allowlist.executables(), self.bin_dir, self.root / "sandbox", bwrap=bwrap)
         if warm:  # build and probe the sandbox in the background, not on the first container's start
@@ -126,7 +129,8 @@ class ProcessRuntime:
             old = self._containers.get(spec.key)
             if old is not None and not old.done.is_set():
                 raise RuntimeError(f"container {spec.name} of pod {spec.pod_uid} is already running")
-        log_path = self.pod_log_dir(spec) / f"{spec.restart_count}.log"
+        log_path = self.log_dir(spec) / f"{spec.restart_count}.log"
+        remove_old_logs(log_path.parent, spec.restart_count)
         scratch = self.scratch_dir(spec)
         scratch.mkdir(parents=True, exist_ok=True)
         ep, cmd = self.entrypoints.get(spec.image, ((), ()))
@@ -175,8 +179,7 @@ class ProcessRuntime:
                 message=f"failed to start container process: {detail}",
                 container_id=f"mockgpu://{spec.pod_uid}-{spec.name}-{spec.restart_count}",
             )
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log_path.touch()
+            LogWriter(log_path, self.log_rotation).close()  # an empty log, as containerd leaves one
             c = _Container(status, None)
             c.done.set()
             with self._lock:
@@ -187,7 +190,7 @@ class ProcessRuntime:
         finally:
             if fd >= 0:
                 os.close(fd)
-        writer = LogWriter(log_path, self.plain_log(spec) if self.plain_log else None)
+        writer = LogWriter(log_path, self.log_rotation)
         writer.attach(proc.stdout, "stdout")
         writer.attach(proc.stderr, "stderr")
         status = replace(base, pid=proc.pid, container_id=f"mockgpu://{proc.pid}-{spec.pod_uid}-{spec.name}")
@@ -285,6 +288,22 @@ class ProcessRuntime:
                 raise LookupError(f'previous terminated container "{name}" in pod "{pod_uid}" not found')
             path = path.with_name(f"{st.restart_count - 1}.log")
         return render_logs(path, timestamps=timestamps, tail=tail)
+
+
+def remove_old_logs(log_dir: Path, restart: int) -> None:
+    """Keep the logs of the previous run only (``kubectl logs --previous``), as the kubelet's container
+    garbage collection keeps one dead container per container (``MaxPerPodContainer``)."""
+    try:
+        names = os.listdir(log_dir)
+    except FileNotFoundError:
+        return
+    for name in names:
+        run = name.split(".", 1)[0]
+        if run.isdigit() and int(run) < restart - 1 and name[len(run):].startswith(".log"):
+            try:
+                os.unlink(log_dir / name)
+            except FileNotFoundError:
+                pass
 
 
 def _killpg(pgid: int, sig: int) -> None:

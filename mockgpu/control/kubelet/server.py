@@ -5,7 +5,8 @@ A real kube-apiserver serves ``pods/log`` by proxying to the node's kubelet at t
 127.0.0.1 (every fake node's InternalIP): it answers only clients presenting a certificate signed by the
 cluster CA (the API server's kubelet-client certificate), over TLS with a CA-signed serving certificate.
 Logs are read from the same files the embedded API server reads (``apiserver.podlogs``), with the same
-query parameters (``follow``, ``tailLines``, ``limitBytes``). Simplified: ``/exec``, ``/attach``,
+query parameters (``follow``, ``previous``, ``tailLines``, ``limitBytes``, ``sinceSeconds``/``sinceTime``,
+``timestamps``). Simplified: ``/exec``, ``/attach``,
 ``/portForward``, ``/stats`` and ``/metrics`` are not served (404).
 """
 
