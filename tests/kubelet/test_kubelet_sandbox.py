@@ -486,6 +486,21 @@ def plant_health_fifo(driver: Path, outside: Path, uuid: str) -> None:
     os.mkfifo(driver / "health.json")
 
 
+def plant_health_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(outside / "fifo")
+    (driver / "health.json").symlink_to(outside / "fifo")
+
+
+def plant_inventory_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(outside / "fifo")
+    _swap_for_symlink(driver / "inventory.json", outside / "fifo")
+
+
+def plant_inventory_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    (driver / "inventory.json").write_text("{}")  # differs from the node's: the writer rewrites it
+    (driver / f".inventory.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
+
+
 def plant_health_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
     (driver / f".health.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
 
@@ -529,7 +544,10 @@ DRIVER_DIR_ESCAPES = [
     ("ledger-lock-symlink", plant_lock_symlink, step_publisher),
     ("ledger-tmp-symlink", plant_ledger_tmp_symlink, step_publisher),
     ("health-json-fifo", plant_health_fifo, step_device_plugin_health),
+    ("health-json-symlink-to-fifo", plant_health_symlink_to_fifo, step_device_plugin_health),
     ("health-tmp-symlink", plant_health_tmp_symlink, step_operator_inject_xid),
+    ("inventory-symlink-to-fifo", plant_inventory_symlink_to_fifo, step_publisher),
+    ("inventory-tmp-symlink", plant_inventory_tmp_symlink, step_relayout),
     ("oom-log-symlink-to-fifo", plant_oom_log_fifo_symlink, step_publisher),
     ("forged-inventory-uuid", plant_forged_inventory_uuid, step_publisher),
 ]
