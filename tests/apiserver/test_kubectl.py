@@ -173,6 +173,16 @@ def test_unknown_field_is_refused_by_server_side_strict_validation(newest):
     newest.ok("delete", "pod", "typo-lax", "--grace-period=0", "--force")
 
 
+def test_unknown_field_is_dropped_with_kubectls_warning(newest, core):
+    manifest = gpu_pod("typo-warn", "1").replace("    image:", "    imagee: x\n    image:")
+    r = newest("create", "--validate=warn", "-f", "-", stdin=manifest)
+    assert r.returncode == 0, r.stderr
+    assert 'Warning: unknown field "spec.containers[0].imagee"' in r.stderr  # the server's Warning header
+    stored = newest.ok("get", "pod", "typo-warn", "-o", "json")
+    assert "imagee" not in stored
+    _cleanup(core, "typo-warn")
+
+
 def test_create_and_get_pods_wide(newest, core, request):
     request.addfinalizer(lambda: _cleanup(core, "wide-pod"))
     assert newest.ok("create", "-f", "-", stdin=gpu_pod("wide-pod", "2")).strip() == "pod/wide-pod created"

@@ -163,7 +163,8 @@ BAD_BODIES = [
     ("slice-attribute-not-object", "/apis/resource.k8s.io/v1/resourceslices",
      {**slice_body("x", "node-1"), "spec": {**slice_body("x", "node-1")["spec"],
                                             "devices": [{"name": "d", "attributes": {"a": 1}}]}},
-     422, "spec.devices[0].attributes[a]"),
+     400, 'ResourceSlice in version "v1" cannot be handled as a ResourceSlice: json: cannot unmarshal number into '
+          "Go struct field Device.spec.devices.attributes of type v1.DeviceAttribute"),  # a struct, as the decoder says
     ("claim-count-wrong-type", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
      {**claim_body("x"), "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
          "deviceClassName": "gpu.mockgpu.io", "count": "two"}}]}}}, 400,

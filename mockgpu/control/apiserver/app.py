@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import access, discovery, eventsv1, openapi, protobuf, workloads
+from mockgpu.control.apiserver import access, discovery, eventsv1, fieldvalidation, openapi, protobuf, workloads
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import MAX_BODY_BYTES, guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -58,7 +58,8 @@ class APIApp:
         self.address = "127.0.0.1:0"
         self._openapi: dict[str, bytes] = {}
         self._openapi_lock = asyncio.Lock()
-        self.app = web.Application(middlewares=[guard(token)], client_max_size=MAX_BODY_BYTES)
+        self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
+                                   client_max_size=MAX_BODY_BYTES)
         self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
 
     # ---- routing -----------------------------------------------------------------------------------------
@@ -145,9 +146,9 @@ class APIApp:
                 return await serve_log(request, self.state_dir, obj,
                                        lambda: self.store.get("pods", ns, t.name or ""))
             return self._object_response(request, t.info, obj)
+        strict = verb in ("create", "update", "patch") and fieldvalidation.directive(q, verb) == "Strict"
         body = await self._body(request) if method in ("POST", "PUT", "PATCH") else None
         dry_run = "All" in q.getall("dryRun", [])
-        strict = q.get("fieldValidation") == "Strict"
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict)
         if verb in ("update", "patch"):
@@ -227,6 +228,7 @@ class APIApp:
         current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
         check_type_meta_types(patched)
+        fieldvalidation.check_patched(t.info.group, t.info.kind, patched, body, ctype, strict)
         new = self._stored_form(t.info, patched, strict)
         self._check_event_update(t.info, ns, name, new)
         return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
@@ -280,10 +282,7 @@ class APIApp:
     def _stored_form(info: ResourceInfo, body: Any, strict: bool) -> Any:
         if info.group != "events.k8s.io" or not isinstance(body, dict):
             return body
-        unknown = eventsv1.unknown_fields(body) if strict else []
-        if unknown:
-            raise st.bad_request('Event in version "v1" cannot be handled as a Event: strict decoding error: '
-                                 + ", ".join(f'unknown field "{p}"' for p in unknown))
+        fieldvalidation.check_body(info.group, info.kind, body, strict)
         return eventsv1.to_core(body)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:

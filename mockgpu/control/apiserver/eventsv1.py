@@ -23,7 +23,6 @@ RENAMES = {"regarding": "involvedObject", "note": "message", "reportingControlle
            "deprecatedSource": "source", "deprecatedFirstTimestamp": "firstTimestamp",
            "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count"}
 _SAME = ("metadata", "eventTime", "series", "reportingInstance", "action", "reason", "related", "type")
-FIELDS = frozenset((*_SAME, *RENAMES, "apiVersion", "kind"))
 #: fieldSelector labels of events.k8s.io/v1 → the core labels they select on
 FIELD_LABELS = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace", "reason": "reason",
                 "type": "type", "reportingController": "reportingComponent",
@@ -64,11 +63,6 @@ def to_core(event: dict[str, Any]) -> dict[str, Any]:
             continue
         core[RENAMES.get(key, key)] = value
     return core
-
-
-def unknown_fields(event: dict[str, Any]) -> list[str]:
-    """Top-level fields events.k8s.io/v1 does not have (for ``fieldValidation=Strict``)."""
-    return [k for k in event if k not in FIELDS]
 
 
 def validate_create(event: dict[str, Any]) -> list[FieldError]:

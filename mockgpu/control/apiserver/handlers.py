@@ -76,6 +76,8 @@ class ResourceAPI:
 
     def create(self, info: ResourceInfo, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
         obj = copy.deepcopy(body)
+        check_type_meta(info.kind, obj)  # decoded before the server touches the metadata, as upstream
+        check_decode(info.kind, obj, strict)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -142,7 +144,7 @@ class ResourceAPI:
             raise st.bad_request("the namespace of the provided object does not match the namespace sent on the "
                                  "request")
         check_type_meta(info.kind, body)  # the body is decoded before the store is asked (400 before 409)
-        check_decode(info.kind, body)
+        check_decode(info.kind, body, strict)
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)

@@ -1,5 +1,6 @@
 """``metav1.MicroTime``: how kube-apiserver decodes and encodes the microsecond timestamps of Leases
-(``spec.acquireTime``, ``spec.renewTime``) and Events (``eventTime``, ``series.lastObservedTime``).
+(``spec.acquireTime``, ``spec.renewTime``) and Events (``eventTime``, ``series.lastObservedTime``); and how it
+decodes a ``metav1.Time`` (RFC 3339, :func:`time_error`). ``fieldvalidation`` finds the fields of each.
 
 Decoding is Go's ``time.Parse`` with the layout ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional
 digits, a ``Z`` or numeric offset, and Go's error texts; encoding is UTC with six digits.
@@ -53,6 +54,29 @@ def parse_micro_time(value: str) -> datetime:
     return local - offset
 
 
+RFC3339 = "2006-01-02T15:04:05Z07:00"
+#: ``time.RFC3339`` (``metav1.Time``): as the MicroTime layout without its fraction; Go still accepts one
+_RFC3339_ELEMENTS = tuple(e for e in _ELEMENTS if e[0] != ".000000")
+
+
+def time_error(value: str) -> str | None:
+    """``metav1.Time.UnmarshalJSON``'s error for ``value`` (Go's ``time.Parse(time.RFC3339, ...)``), or None.
+    Simplified: the calendar check is per field (month 1-12, day 1-31), not per month."""
+    rest = value
+    for elem, pattern in _RFC3339_ELEMENTS:
+        m = re.match(pattern, rest)
+        if m is None:
+            return f'parsing time "{value}" as "{RFC3339}": cannot parse "{rest}" as "{elem}"'
+        rest = rest[m.end():]
+        if elem in _RANGES:
+            low, high, what = _RANGES[elem]
+            if not low <= int(m.group(0)) <= high:
+                return f'parsing time "{value}": {what} out of range'
+        if elem == "05":  # Go reads a fraction after the seconds even when the layout has none
+            rest = rest[re.match(r"(?:[.,]\d+)?", rest).end():]  # type: ignore[union-attr]
+    return f'parsing time "{value}" as "{RFC3339}": extra text: "{rest}"' if rest else None
+
+
 def format_micro_time(when: datetime) -> str:
     """How a MicroTime is encoded: UTC, six fractional digits."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -80,16 +104,6 @@ def _holders(kind: str, obj: dict[str, Any]) -> list[tuple[dict[str, Any], str]]
         if isinstance(cur, dict) and isinstance(cur.get(path[-1]), str):
             out.append((cur, path[-1]))
     return out
-
-
-def decode_error(kind: str, obj: dict[str, Any]) -> str | None:
-    """The parse error of the first MicroTime of ``obj`` that does not decode; None when all do."""
-    for holder, key in _holders(kind, obj):
-        try:
-            parse_micro_time(holder[key])
-        except MicroTimeError as exc:
-            return str(exc)
-    return None
 
 
 def normalize(kind: str, obj: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import protobuf
+from mockgpu.control.apiserver import fieldvalidation, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
@@ -93,10 +93,12 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return json.loads(json.dumps(data, default=str, allow_nan=False))
         except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
             raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+        finally:
+            fieldvalidation.note_yaml_duplicates(raw)
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
-        return json.loads(raw, parse_constant=_no_constants)
+        return json.loads(raw, parse_constant=_no_constants, object_pairs_hook=fieldvalidation.object_pairs)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 

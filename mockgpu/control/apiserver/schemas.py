@@ -11,7 +11,7 @@ from typing import Any
 
 _META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
                "StatusCause", "Time", "MicroTime", "LabelSelector", "LabelSelectorRequirement", "Condition"}
-_PY_KIND = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
+PY_KINDS = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
             "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding",
             "Service": "V1Service"}
 #: the kinds of each named group-version as the official client's models, and the group of their sub-types
@@ -118,7 +118,7 @@ def component_schemas(group_version: str = "v1") -> dict[str, Any]:
     if group_version in _SCHEMAS_CACHE:
         return _SCHEMAS_CACHE[group_version]
     from kubernetes.client import models
-    kinds = _PY_KIND if group_version == "v1" else GROUP_PY_KINDS[group_version]
+    kinds = PY_KINDS if group_version == "v1" else GROUP_PY_KINDS[group_version]
     group = group_version.rpartition("/")[0]
     todo = list(kinds.values())
     out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from mockgpu.control.apiserver import fieldvalidation
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
@@ -97,6 +98,7 @@ class APIServer:
             root_ca = Path(self.tls[0]).read_text() if self.tls else None  # the self-signed cert is the CA
             self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval,
                                root_ca=root_ca)
+            asyncio.get_running_loop().run_in_executor(None, fieldvalidation.compile_all)
             self._bootstrap()
             self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
             await self._runner.setup()

@@ -1,7 +1,8 @@
 """Decode checks, defaulting and validation of written objects, with kube-apiserver's messages.
 
-``default_and_validate`` is what the server runs on every create and update: type checks (400, as a
-decode error), strict unknown-field rejection, defaults, then field validation collected into one 422
+``default_and_validate`` is what the server runs on every create and update: the decoder's type checks (400)
+and unknown/duplicate fields (dropped with a warning, or 400 when strict: ``fieldvalidation``), defaults, then
+field validation collected into one 422
 ``Invalid`` Status whose causes carry upstream's field paths and texts (``pkg/apis/core/validation``),
 including the "Schedule GPUs" rules for extended resources. Validation of sub-trees the kit never uses
 (volumes, probes, affinity, security contexts) is left out. Pod spec updates are ``podupdate``.
@@ -16,9 +17,9 @@ from typing import Any
 from mockgpu.control.apiserver import (
     coordination,
     defaults,
+    fieldvalidation,
     microtime,
     names,
-    openapi,
     podclaims,
     resourcev1,
     workloads,
@@ -26,7 +27,6 @@ from mockgpu.control.apiserver import (
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.status import (
     FieldError,
-    StatusError,
     bad_request,
     field_duplicate,
     field_invalid,
@@ -43,7 +43,6 @@ NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": T
               "StatefulSet": True, **resourcev1.NAMESPACED}
 #: the group/version of kinds outside the core group (their stored apiVersion; errors name the group)
 API_VERSIONS = {"Lease": "coordination.k8s.io/v1", **workloads.API_VERSIONS, **resourcev1.API_VERSIONS}
-_QUANTITY_RE_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 
 
@@ -58,11 +57,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     if not isinstance(obj, dict):
         raise bad_request(f"the object provided is unrecognized (must be of type {kind})")
     check_type_meta(kind, obj)
-    if strict:
-        unknown = openapi.unknown_fields(kind, obj)
-        if unknown:
-            raise _decode_error(kind, "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
-    check_decode(kind, obj)
+    check_decode(kind, obj, strict)
     obj = copy.deepcopy(obj)
     obj["apiVersion"], obj["kind"] = API_VERSIONS.get(kind, "v1"), kind
     for key in ("metadata", "spec", "status"):
@@ -108,8 +103,9 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
     """
     for key in ("apiVersion", "kind"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
+            got = fieldvalidation.json_kind(obj[key])
             raise bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
-                              f"version/kind; json parse error: json: cannot unmarshal {openapi.json_kind(obj[key])} "
+                              f"version/kind; json parse error: json: cannot unmarshal {got} "
                               f"into Go struct field .{key} of type string")
     served = API_VERSIONS.get(kind, "v1")
     api_version, body_kind = obj.get("apiVersion") or served, obj.get("kind") or kind
@@ -124,23 +120,11 @@ def check_type_meta(kind: str, obj: dict[str, Any]) -> None:
     raise bad_request(prefix + f"converting ({version}.{body_kind}) to ({internal}.{kind}): unknown conversion")
 
 
-def _decode_error(kind: str, detail: str) -> StatusError:
-    return bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')  # v1 in every group
-
-
-def check_decode(kind: str, obj: dict[str, Any]) -> None:
-    """What JSON decoding into the Go types refuses: values of the wrong JSON type, malformed quantities."""
-    err = openapi.type_error(kind, obj)
-    if err:
-        raise _decode_error(kind, err)
-    err = microtime.decode_error(kind, obj)
-    if err:
-        raise _decode_error(kind, err)
-    for qty in _quantities(kind, obj):
-        try:
-            parse_quantity(qty)
-        except (QuantityError, TypeError) as exc:
-            raise _decode_error(kind, _QUANTITY_RE_MSG) from exc
+def check_decode(kind: str, obj: dict[str, Any], strict: bool = False) -> None:
+    """What decoding into the Go types does (``fieldvalidation``): 400 for a value of the wrong JSON type or a
+    malformed quantity or time; unknown fields dropped (in place) and, with duplicate fields, warned about, or
+    400 when ``strict``."""
+    fieldvalidation.check_body(API_VERSIONS.get(kind, "v1").rpartition("/")[0], kind, obj, strict)
 
 
 def _pod_spec_of(kind: str, obj: dict[str, Any]) -> Any:
@@ -154,21 +138,6 @@ def _pod_spec_of(kind: str, obj: dict[str, Any]) -> Any:
         template = spec.get("template") or {}
         return (template.get("spec") or {}) if isinstance(template, dict) else {}
     return spec
-
-
-def _quantities(kind: str, obj: dict[str, Any]) -> list[Any]:
-    out: list[Any] = []
-    if kind == "Pod" or kind in workloads.API_VERSIONS:
-        spec = _pod_spec_of(kind, obj)
-        for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
-            res = (c.get("resources") or {}) if isinstance(c, dict) else {}
-            for part in ("limits", "requests"):
-                out.extend((res.get(part) or {}).values())
-    elif kind == "Node":
-        status = obj.get("status") or {}
-        for part in ("capacity", "allocatable"):
-            out.extend((status.get(part) or {}).values())
-    return out
 
 
 def _normalize_quantities(kind: str, obj: dict[str, Any]) -> None:
