@@ -15,6 +15,13 @@ On-disk layout::
     <dir>/health.json             injected Xid events, [{"uuid", "xid", "time"}], guarded by health.lock
     <dir>/oom.log                 CUDA out-of-memory failures, one JSON line each (mockgpu.gpu.oomlog)
 
+Everything in the directory may have been written by a pod (it is mounted read-write into the containers
+given the node's GPUs), and root reads it (the kubelet's GPU-state publisher, the device plugin's health
+check) and writes it (the layout, ledgers): all of it goes through ``mockgpu.gpu.safedir`` (no symlink
+followed, bounded reads, atomic replacement) and what is parsed is checked (device UUIDs are plain names,
+health events of the wrong shape are ignored). ``write_node_driver(..., owner=)`` gives the directory and
+its ``ledgers``/``procs`` to the workload user once, so nobody needs to chown what is inside.
+
 Time-sliced replicas (device IDs ``<UUID>::<n>``) share their physical GPU's ledger: the replica
 suffix is stripped before any lookup. A MIG instance has its own ledger; the parent GPU's memory in
 the snapshot is the sum of its instances'.
@@ -32,7 +39,8 @@ from typing import Any
 
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.inventory import MigInstance, NodeInventory, PhysicalGPU, inventory_from_dict, inventory_to_dict
-from mockgpu.gpu.ledger import Ledger, ProcessIdentity
+from mockgpu.gpu.ledger import LEDGERS, PROCS, Ledger, ProcessIdentity
+from mockgpu.gpu.safedir import Dir, check_name
 
 CONTAINER_DRIVER_DIR = "/run/mockgpu/driver"
 ENV_DRIVER_DIR = "MOCKGPU_DRIVER_DIR"
@@ -44,6 +52,10 @@ CUDA_VERSION = "12.4"
 # (k8s-device-plugin internal/rm/health.go).
 APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
 MIB = 1 << 20
+INVENTORY = "inventory.json"
+HEALTH, HEALTH_LOCK = "health.json", "health.lock"
+MAX_INVENTORY_BYTES = 4 << 20
+MAX_HEALTH_BYTES = 4 << 20
 
 
 class DriverNotFound(MockgpuError):
@@ -72,19 +84,27 @@ def _devices(inv: NodeInventory) -> list[PhysicalGPU | MigInstance]:
     return out
 
 
-def write_node_driver(directory: str | Path, inventory: NodeInventory) -> Path:
-    """Create or refresh a node's driver directory. Idempotent: ledgers and health are never clobbered."""
+def write_node_driver(directory: str | Path, inventory: NodeInventory, *, owner: tuple[int, int] | None = None
+                      ) -> Path:
+    """Create or refresh a node's driver directory. Idempotent: ledgers and health are never clobbered.
+    ``owner``: (uid, gid) to give the directory, ``ledgers`` and ``ledgers/procs`` to (the workload user,
+    when the kubelet runs as root), so workloads can create their files there; files stay whose they are."""
     d = Path(directory)
-    (d / "ledgers").mkdir(parents=True, exist_ok=True)
     doc = {"driver_version": DRIVER_VERSION, "cuda_version": CUDA_VERSION, "inventory": inventory_to_dict(inventory)}
-    text = json.dumps(doc, indent=1)
-    inv_path = d / "inventory.json"
-    if not inv_path.exists() or inv_path.read_text() != text:
-        tmp = d / f".inventory.json.{os.getpid()}.tmp"
-        tmp.write_text(text)
-        os.replace(tmp, inv_path)
+    text = json.dumps(doc, indent=1).encode()
+    with Dir.open(d, create=True) as top:
+        with top.sub(LEDGERS, create=True, replace=True) as led, led.sub(PROCS, create=True, replace=True) as procs:
+            if owner is not None:
+                for x in (top, led, procs):
+                    x.chown(*owner)
+        try:
+            current = top.read(INVENTORY, MAX_INVENTORY_BYTES)
+        except OSError:
+            current = None
+        if current != text:
+            top.write_atomic(INVENTORY, text)
     for dev in _devices(inventory):
-        Ledger.create(d / "ledgers" / f"{dev.uuid}.json", dev.uuid, dev.memory_mib * MIB)
+        Ledger.create(d, dev.uuid, dev.memory_mib * MIB)
     return d
 
 
@@ -102,12 +122,15 @@ class Driver:
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         try:
-            doc = json.loads((self.dir / "inventory.json").read_text())
-        except (OSError, ValueError):
+            with Dir.open(self.dir) as top:
+                doc = json.loads(top.read(INVENTORY, MAX_INVENTORY_BYTES))
+            self.driver_version: str = str(doc["driver_version"])
+            self.cuda_version: str = str(doc["cuda_version"])
+            self.inventory: NodeInventory = inventory_from_dict(doc["inventory"])
+            for dev in _devices(self.inventory):  # each names a ledger file: one plain name, nothing else
+                check_name(f"{dev.uuid}.json")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise DriverNotFound(f"no mockgpu driver at {self.dir} (no readable inventory.json)") from None
-        self.driver_version: str = doc["driver_version"]
-        self.cuda_version: str = doc["cuda_version"]
-        self.inventory: NodeInventory = inventory_from_dict(doc["inventory"])
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Driver:
@@ -127,7 +150,7 @@ class Driver:
 
     def ledger(self, device_id: str) -> Ledger:
         """The ledger of a GPU, MIG instance or time-sliced replica (``<UUID>::<n>``)."""
-        return Ledger(self.dir / "ledgers" / f"{self._known(device_id)}.json")
+        return Ledger(self.dir, self._known(device_id))
 
     def register(self, device_id: str, who: ProcessIdentity) -> None:
         self.ledger(device_id).register(who)
@@ -150,22 +173,30 @@ class Driver:
         return st["total_bytes"] - st["used_bytes"], st["total_bytes"]
 
     # -- health ---------------------------------------------------------------------------------
-    def _health_events(self) -> list[dict[str, Any]]:
+    def _health_events(self, top: Dir | None = None) -> list[dict[str, Any]]:
+        """The recorded Xid events; one of the wrong shape is ignored (the file is writable by pods)."""
         try:
-            return json.loads((self.dir / "health.json").read_text())
+            if top is None:
+                with Dir.open(self.dir) as top:
+                    events = json.loads(top.read(HEALTH, MAX_HEALTH_BYTES))
+            else:
+                events = json.loads(top.read(HEALTH, MAX_HEALTH_BYTES))
         except (OSError, ValueError):
             return []
+        if not isinstance(events, list):
+            return []
+        return [e for e in events if isinstance(e, dict) and isinstance(e.get("uuid"), str)
+                and isinstance(e.get("xid"), int) and not isinstance(e["xid"], bool)]
 
     def _edit_health(self, fn) -> None:
-        fd = os.open(self.dir / "health.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            events = fn(self._health_events())
-            tmp = self.dir / f".health.json.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(events))
-            os.replace(tmp, self.dir / "health.json")
-        finally:
-            os.close(fd)
+        with Dir.open(self.dir) as top:
+            fd = top.open_lock(HEALTH_LOCK)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                events = fn(self._health_events(top))
+                top.write_atomic(HEALTH, json.dumps(events).encode())
+            finally:
+                os.close(fd)
 
     def inject_xid(self, device_id: str, xid: int) -> None:
         """Record an Xid event on a GPU or MIG instance (as the kernel driver would log it)."""
@@ -189,6 +220,14 @@ class Driver:
         return out
 
     # -- state ----------------------------------------------------------------------------------
+    def _state(self, dev: PhysicalGPU | MigInstance) -> dict[str, Any]:
+        """A device's ledger state; one a pod broke (removed, replaced, garbled) reads as unused."""
+        try:
+            return self.ledger(dev.uuid).state()
+        except (OSError, ValueError, MockgpuError):
+            return {"uuid": dev.uuid, "total_bytes": dev.memory_mib * MIB, "used_bytes": 0, "utilization": 0.0,
+                    "processes": []}
+
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Per device UUID: kind, index, name, total/used MiB, utilization, healthy and processes.
 
@@ -199,7 +238,7 @@ class Driver:
         out: dict[str, dict[str, Any]] = {}
         for g in self.inventory.gpus:
             parts = [g, *g.mig] if g.mig else [g]
-            states = {p.uuid: self.ledger(p.uuid).state() for p in parts}
+            states = {p.uuid: self._state(p) for p in parts}
             for m in g.mig:
                 out[m.uuid] = _entry("mig", m, states[m.uuid], health[m.uuid], f"{g.product_name} MIG {m.profile}")
                 out[m.uuid].update(gpu_index=g.index, mig_index=m.mig_index, gi_id=m.gi_id, ci_id=m.ci_id)

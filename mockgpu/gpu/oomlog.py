@@ -3,18 +3,20 @@
 Fake CUDA appends one JSON line per failed allocation (``time`` in seconds since the epoch, ``device``
 UUID, ``pid``, ``namespace``, ``pod``, ``container``, ``requested_bytes``, ``free_bytes``), so a GPU-state
 publisher can show the moment one pod's allocation failed. Lines are written with one ``O_APPEND``
-write each (atomic for lines this short on a local file system), so processes never interleave.
+write each (atomic for lines this short on a local file system), so processes never interleave. The file is
+writable by pods and read by root (the GPU-state publisher): it is reached through ``mockgpu.gpu.safedir``
+(no symlink followed, only a regular file, only its last MiB read) and a line of the wrong shape is skipped.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from mockgpu.gpu.ledger import ProcessIdentity
+from mockgpu.gpu.safedir import Dir
 
 OOM_LOG = "oom.log"
 MAX_READ = 1 << 20  # read at most the last MiB: a runaway loop must not make readers slow
@@ -26,23 +28,17 @@ def record_oom(directory: str | Path, device: str, who: ProcessIdentity, request
                        "pod": who.pod, "container": who.container, "requested_bytes": int(requested),
                        "free_bytes": int(free)}) + "\n"
     try:
-        fd = os.open(Path(directory) / OOM_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        with Dir.open(directory) as top:
+            top.append(OOM_LOG, line.encode())
     except OSError:
         pass
 
 
 def read_ooms(directory: str | Path) -> list[dict[str, Any]]:
     """Every recorded OOM event, oldest first (a torn or foreign line is skipped)."""
-    path = Path(directory) / OOM_LOG
     try:
-        with path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - MAX_READ))
-            data = fh.read()
+        with Dir.open(directory) as top:
+            data = top.read_tail(OOM_LOG, MAX_READ)
     except OSError:
         return []
     out = []
@@ -51,13 +47,26 @@ def read_ooms(directory: str | Path) -> list[dict[str, Any]]:
             ev = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(ev, dict) and "device" in ev:
+        if _well_formed(ev):
             out.append(ev)
     return out
 
 
+def _is_num(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _well_formed(ev: object) -> bool:
+    """An event of the shape ``record_oom`` writes (readers index and format its fields)."""
+    return (isinstance(ev, dict) and isinstance(ev.get("device"), str)
+            and all(isinstance(ev.get(k, ""), str) for k in ("namespace", "pod", "container"))
+            and all(_is_num(ev.get(k, 0)) for k in ("time", "requested_bytes", "free_bytes"))
+            and 0 <= ev.get("time", 0) < 1e11)
+
+
 def oom_log_mtime(directory: str | Path) -> float:
     try:
-        return (Path(directory) / OOM_LOG).stat().st_mtime
+        with Dir.open(directory) as top:
+            return top.mtime(OOM_LOG)
     except OSError:
         return 0.0

@@ -9,18 +9,29 @@ every container is refused (see test_refused_without_bwrap) and these rows fail 
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import socket
+import stat
+import subprocess
 import sys
+import threading
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from mockgpu.config.clusterspec import parse_spec
+from mockgpu.config.inventory import node_inventory
 from mockgpu.control.kubelet.allowlist import DEFAULT_ALLOWLIST, CommandAllowlist
-from mockgpu.control.kubelet.runtime import ContainerSpec, ProcessRuntime
+from mockgpu.control.kubelet.publisher import GpuStatePublisher
+from mockgpu.control.kubelet.runtime import ContainerSpec, Mount, ProcessRuntime
 from mockgpu.control.kubelet.sandbox import WORKLOAD_UID
+from mockgpu.deviceplugin.command import _health_source
+from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, Driver, write_node_driver
 
 CANARY = "CANARY-7f3a9c"  # what the host's secret files hold
 PY = str(Path(sys.executable).parent / "python")  # the interpreter mockgpu-workload's shebang names
@@ -246,3 +257,408 @@ def test_refused_without_a_working_sandbox(tmp_path: Path, bwrap: str | None) ->
     if bwrap is None:
         assert "bwrap not found" in st.message and "apt-get install bubblewrap" in st.message
     assert not (runtime.scratch_dir(s) / "ran").exists()
+
+
+# -- the pod's environment never reaches a process with privilege ------------------------------------
+# bwrap runs as root (or, non-root, as the kubelet's user outside the sandbox) and setpriv as root inside
+# it: a pod's env given to them runs the pod's code with their privilege (LD_PRELOAD, LD_AUDIT, GCONV_PATH
+# for glibc; PYTHON* for a Python launcher; BASH_ENV/ENV for a shell one). Each row: one hostile name.
+MARK = "HOSTILE-5e1d"
+HOSTILE_ENV = [
+    ("LD_PRELOAD", f"/run/mockgpu/driver/{MARK}.so"),
+    ("LD_LIBRARY_PATH", f"/run/mockgpu/driver/{MARK}"),
+    ("LD_AUDIT", f"/run/mockgpu/driver/{MARK}-audit.so"),
+    ("LD_DEBUG", f"{MARK}"),
+    ("GCONV_PATH", f"/run/mockgpu/driver/{MARK}"),
+    ("GLIBC_TUNABLES", f"glibc.{MARK}=1"),
+    ("LOCPATH", f"/run/mockgpu/driver/{MARK}"),
+    ("NLSPATH", f"/run/mockgpu/driver/{MARK}/%N"),
+    ("HOSTALIASES", f"/run/mockgpu/driver/{MARK}"),
+    ("TMPDIR", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONPATH", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONSTARTUP", f"/run/mockgpu/driver/{MARK}.py"),
+    ("PYTHONHOME", f"/run/mockgpu/driver/{MARK}"),
+    ("PYTHONINSPECT", f"{MARK}"),
+    ("BASH_ENV", f"/run/mockgpu/driver/{MARK}.sh"),
+    ("ENV", f"/run/mockgpu/driver/{MARK}.sh"),
+    ("PATH", f"/run/mockgpu/driver/{MARK}"),
+]
+# Wrappers that record the environment and argv each launcher process was given, then exec the real one.
+# (cat by its absolute path: PATH is one of the hostile names; a wrapper that cannot record fails the start.)
+BWRAP_WRAPPER = """#!/bin/sh
+{cat} /proc/$$/environ > {rec}/bwrap-env.$$ || exit 99
+printf '%s\\n' "$@" > {rec}/bwrap-argv.$$
+exec {bwrap} "$@"
+"""
+SETPRIV_WRAPPER = """#!/bin/sh
+{cat} /proc/$$/environ > ./.setpriv-env || exit 99
+exec {setpriv} "$@"
+"""
+
+
+def environ(path: Path) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in path.read_text().split("\0") if item)
+
+
+@pytest.fixture(scope="module")
+def launcher_rt(tmp_path_factory: pytest.TempPathFactory):
+    """A runtime whose bwrap (and, as root, setpriv) is a wrapper recording what it was started with."""
+    tmp = tmp_path_factory.mktemp("launcher")
+    rec = tmp / "rec"
+    rec.mkdir()
+    bwrap = tmp / "bwrap"
+    bwrap.write_text(BWRAP_WRAPPER.format(rec=rec, bwrap=shutil.which("bwrap"), cat=shutil.which("cat")))
+    bwrap.chmod(0o755)
+    runtime = ProcessRuntime(tmp / "rt", bwrap=str(bwrap))
+    if AS_ROOT:
+        real = runtime.sandbox.setpriv
+        wrapper = tmp / "setpriv"
+        wrapper.write_text(SETPRIV_WRAPPER.format(setpriv=real, cat=shutil.which("cat")))
+        wrapper.chmod(0o755)
+        runtime.sandbox.setpriv = str(wrapper)
+        runtime.sandbox.executables = {**runtime.sandbox.executables, "real-setpriv": real}  # visible to the wrapper
+    yield runtime, rec
+    runtime.stop_all(grace=0)
+
+
+@pytest.mark.parametrize("name, value", HOSTILE_ENV, ids=[row[0] for row in HOSTILE_ENV])
+def test_pod_env_never_reaches_the_launcher(launcher_rt, name: str, value: str) -> None:
+    rt, rec = launcher_rt
+    uid = f"env-{name.lower()}"
+    s = ContainerSpec(pod_uid=uid, pod_name="esc", namespace="default", name="c", command=("env",),
+                      env={"A": "1", name: value})
+    st = rt.start(s)
+    assert st.state == "running", st
+    st = rt.wait(uid, "c", timeout=30)
+    log = rt.logs(uid, "c")
+    assert st.exit_code == 0, log
+    # The workload gets its env as before: the pod's value, later than the defaults.
+    assert f"{name}={value}" in log.splitlines() and "A=1" in log.splitlines(), log
+    # bwrap: neither in its environment nor on its command line.
+    bwrap_env = environ(rec / f"bwrap-env.{st.pid}")
+    assert name not in bwrap_env and "A" not in bwrap_env, bwrap_env
+    assert MARK not in (rec / f"bwrap-env.{st.pid}").read_text()
+    assert MARK not in (rec / f"bwrap-argv.{st.pid}").read_text()
+    if AS_ROOT:  # setpriv, root inside the sandbox until it drops to the workload user
+        setpriv_env = environ(rt.scratch_dir(s) / ".setpriv-env")
+        assert name not in setpriv_env and "A" not in setpriv_env, setpriv_env
+        assert MARK not in (rt.scratch_dir(s) / ".setpriv-env").read_text()
+
+
+def test_the_last_step_leaves_no_trace(rt: ProcessRuntime) -> None:
+    """The step that hands the env over closes its descriptor and restores the signals Python ignores
+    (a guard, not a repro: the workload's process state is what bwrap gave it before)."""
+    script = 'echo /proc/$$/fd/*; while read -r k v; do case $k in SigIgn:|SigBlk:) echo $k $v;; esac; done ' \
+             '< /proc/self/status'
+    rt.start(spec("u", "sh", "-c", script))
+    st = rt.wait("u", "c", timeout=30)
+    lines = rt.logs("u", "c").splitlines()
+    assert st.exit_code == 0, lines
+    # 0-2, and the directory the glob itself reads: no environment file left open
+    assert [p.rsplit("/", 1)[1] for p in lines[0].split()] == ["0", "1", "2", "3"], lines
+    assert lines[1:] == ["SigBlk: 0000000000000000", "SigIgn: 0000000000000000"], lines
+
+
+PRELOAD_SO = r"""
+#include <stdio.h>
+#include <unistd.h>
+#include <fcntl.h>
+__attribute__((constructor)) static void preloaded(void) {
+    char exe[256] = {0};
+    readlink("/proc/self/exe", exe, sizeof exe - 1);
+    dprintf(2, "PRELOADED uid=%d exe=%s\n", (int)geteuid(), exe);
+    if (geteuid() == 0) { int fd = open(MARKER, O_WRONLY | O_CREAT, 0644); if (fd >= 0) close(fd); }
+}
+"""
+
+
+def test_ld_preload_written_by_the_pod_never_runs_with_privilege(rt: ProcessRuntime, tmp_path: Path) -> None:
+    """The issue's repro: the pod writes a library into its node's driver dir, names it in LD_PRELOAD and
+    exits; on the restart the launcher must not load it (as root it would own the host)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: cannot build the LD_PRELOAD library of this repro")
+    marker = tmp_path / "ran-as-root"
+    src, so = tmp_path / "p.c", tmp_path / "p.so"
+    src.write_text(PRELOAD_SO)
+    subprocess.run([gcc, "-shared", "-fPIC", "-Os", "-s", f'-DMARKER="{marker}"', "-Wl,-z,max-page-size=4096",
+                    "-Wl,-z,noseparate-code", "-o", str(so), str(src)], check=True, capture_output=True)
+    driver = tmp_path / "driver"  # the node's driver dir: the device plugin mounts it read-write
+    driver.mkdir()
+    escaped = "".join(f"\\{b:03o}" for b in so.read_bytes())
+    lib = "/run/mockgpu/driver/p.so"
+    script = f"if [ -e {lib} ]; then echo restarted; exit 0; fi; printf '{escaped}' > {lib}; exit 1"
+    # Named at the host path (bwrap runs on the host) and at the container path (setpriv runs inside).
+    preload = f"{driver}/p.so {lib}"
+    s = ContainerSpec(pod_uid="uid-pre", pod_name="esc", namespace="default", name="c", command=("sh", "-c", script),
+                      env={"LD_PRELOAD": preload}, mounts=(Mount(CONTAINER_DRIVER_DIR, str(driver)),))
+    rt.start(s)
+    first = rt.wait("uid-pre", "c", timeout=30)
+    assert first.exit_code == 1, rt.logs("uid-pre", "c")
+    assert (driver / "p.so").read_bytes() == so.read_bytes()  # the pod wrote it
+    rt.remove("uid-pre", "c")
+    rt.start(replace(s, restart_count=1))  # restartPolicy OnFailure
+    second = rt.wait("uid-pre", "c", timeout=30)
+    log = rt.logs("uid-pre", "c")
+    assert second.exit_code == 0 and "restarted" in log, log
+    assert "PRELOADED uid=0 " not in log, log
+    assert not marker.exists(), "the pod's library ran as root on the host"
+    # ...but the workload itself still gets it (the env reaches the workload, as the pod asked).
+    uid = WORKLOAD_UID if AS_ROOT else os.getuid()
+    assert f"PRELOADED uid={uid} exe=" in log, log
+
+
+# -- root-side code and the pod-writable driver dir -------------------------------------------------------
+# A container given a GPU has its node's driver dir read-write (at /run/mockgpu/driver); with code of its own
+# (a library it preloads into its own shell, as above) it can leave anything there: symlinks, FIFOs, forged
+# names inside the files. Root reads and writes the same dir: the kubelet's GPU-state publisher, the device
+# plugin's health check, the kubelet / device plugin / DRA driver rewriting the layout, an operator's
+# `mockgpu` command. Each row: what the pod left (planted here directly, as it could), the root step that
+# runs next, and the checks: the step finishes (no stall, no crash) and nothing outside the driver dir was
+# created, removed, written or chowned.
+DRIVER_SPEC = {
+    "apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec", "metadata": {"name": "esc"},
+    "spec": {"nodePools": [{"name": "n", "gpu": {"model": "H100-SXM5-80GB", "count": 1}}]},
+}
+LEASE = "pid_4026531836_-4242.lock"  # a well-formed lease name, as the ledger writes them
+
+
+def _ledger_path(driver: Path, uuid: str) -> Path:
+    return driver / "ledgers" / f"{uuid}.json"
+
+
+def _add_entry(driver: Path, uuid: str, lease: str) -> None:
+    """A ledger entry of another container (another PID namespace) holding memory under ``lease``."""
+    path = _ledger_path(driver, uuid)
+    data = json.loads(path.read_text())
+    data["processes"]["pid:[1]/4242"] = {
+        "pid": 4242, "pidns": "pid:[1]", "lease": lease, "start_ticks": None, "namespace": "default",
+        "pod": "esc", "container": "c", "name": "sh", "allocations": {"1": 1 << 20}, "used_bytes": 1 << 20,
+        "utilization": 0, "since": 0.0}
+    path.write_text(json.dumps(data))
+
+
+def _procs(driver: Path) -> Path:
+    (driver / "ledgers" / "procs").mkdir(exist_ok=True)
+    return driver / "ledgers" / "procs"
+
+
+def _swap_for_symlink(path: Path, target: Path) -> None:
+    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink(missing_ok=True)
+    path.symlink_to(target)
+
+
+def plant_forged_lease(driver: Path, outside: Path, uuid: str) -> None:
+    _procs(driver)
+    _add_entry(driver, uuid, os.path.relpath(outside / "victim", driver / "ledgers" / "procs"))
+
+
+def plant_ledgers_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    _swap_for_symlink(driver / "ledgers", outside)
+
+
+def plant_procs_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    _add_entry(driver, uuid, LEASE)
+    (outside / LEASE).write_text(CANARY)  # a host file that happens to bear the lease's name
+    _swap_for_symlink(_procs(driver), outside)
+
+
+def plant_lease_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    _add_entry(driver, uuid, LEASE)
+    (_procs(driver) / LEASE).symlink_to(outside)
+
+
+def plant_ledger_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    _swap_for_symlink(_ledger_path(driver, uuid), outside / "victim")
+
+
+def plant_lock_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    _swap_for_symlink(_ledger_path(driver, uuid).with_suffix(".lock"), outside / "made-by-root")
+
+
+def plant_ledger_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    # The temporary file a root writer used to put next to the ledger: its name was predictable.
+    (driver / "ledgers" / f".{uuid}.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
+    _add_entry(driver, uuid, LEASE)  # a dead entry: the reader rewrites the ledger
+
+
+def plant_health_fifo(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(driver / "health.json")
+
+
+def plant_health_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(outside / "fifo")
+    (driver / "health.json").symlink_to(outside / "fifo")
+
+
+def plant_inventory_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(outside / "fifo")
+    _swap_for_symlink(driver / "inventory.json", outside / "fifo")
+
+
+def plant_inventory_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    (driver / "inventory.json").write_text("{}")  # differs from the node's: the writer rewrites it
+    (driver / f".inventory.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
+
+
+def plant_health_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    (driver / f".health.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
+
+
+def plant_oom_log_fifo_symlink(driver: Path, outside: Path, uuid: str) -> None:
+    os.mkfifo(outside / "fifo")
+    (driver / "oom.log").symlink_to(outside / "fifo")
+
+
+def plant_forged_inventory_uuid(driver: Path, outside: Path, uuid: str) -> None:
+    inv = driver / "inventory.json"
+    forged = os.path.relpath(outside / "pwn", driver / "ledgers")
+    inv.write_text(inv.read_text().replace(uuid, forged))
+
+
+def step_publisher(driver: Path, inv) -> None:
+    """The kubelet's GPU-state publisher, one round (as root, in the kubelet)."""
+    GpuStatePublisher(None, inv.node, driver).build()
+
+
+def step_relayout(driver: Path, inv) -> None:
+    """The kubelet, device plugin or DRA driver (re)writing the driver dir's layout."""
+    write_node_driver(driver, inv)
+
+
+def step_device_plugin_health(driver: Path, inv) -> None:
+    _health_source(driver)()
+
+
+def step_operator_inject_xid(driver: Path, inv) -> None:
+    Driver(driver).inject_xid(inv.gpus[0].uuid, 79)
+
+
+DRIVER_DIR_ESCAPES = [
+    ("forged-lease-path", plant_forged_lease, step_publisher),
+    ("ledgers-symlink-publisher", plant_ledgers_symlink, step_publisher),
+    ("ledgers-symlink-relayout", plant_ledgers_symlink, step_relayout),
+    ("procs-symlink", plant_procs_symlink, step_publisher),
+    ("lease-symlink", plant_lease_symlink, step_publisher),
+    ("ledger-symlink", plant_ledger_symlink, step_publisher),
+    ("ledger-lock-symlink", plant_lock_symlink, step_publisher),
+    ("ledger-tmp-symlink", plant_ledger_tmp_symlink, step_publisher),
+    ("health-json-fifo", plant_health_fifo, step_device_plugin_health),
+    ("health-json-symlink-to-fifo", plant_health_symlink_to_fifo, step_device_plugin_health),
+    ("health-tmp-symlink", plant_health_tmp_symlink, step_operator_inject_xid),
+    ("inventory-symlink-to-fifo", plant_inventory_symlink_to_fifo, step_publisher),
+    ("inventory-tmp-symlink", plant_inventory_tmp_symlink, step_relayout),
+    ("oom-log-symlink-to-fifo", plant_oom_log_fifo_symlink, step_publisher),
+    ("forged-inventory-uuid", plant_forged_inventory_uuid, step_publisher),
+]
+
+
+def tree(top: Path) -> dict[str, tuple]:
+    """Every entry under ``top``: kind, owner, mode, size, mtime and (files) content."""
+    out = {}
+    for root, dirs, files in os.walk(top):
+        for name in ["", *dirs, *files]:
+            p = Path(root, name)
+            st = p.lstat()
+            body = p.read_bytes() if stat.S_ISREG(st.st_mode) else b""
+            out[str(p)] = (stat.S_IFMT(st.st_mode), st.st_uid, st.st_gid, st.st_mode, st.st_size, st.st_mtime_ns, body)
+    return out
+
+
+@pytest.mark.parametrize("plant, step", [row[1:] for row in DRIVER_DIR_ESCAPES],
+                         ids=[row[0] for row in DRIVER_DIR_ESCAPES])
+def test_root_never_follows_the_driver_dir(tmp_path: Path, plant, step) -> None:
+    inv = node_inventory(parse_spec(DRIVER_SPEC), "n-0")
+    driver = tmp_path / "node" / "driver"
+    write_node_driver(driver, inv)
+    outside = tmp_path / "outside"  # host files next to it (the kubelet's root, /etc, ...)
+    outside.mkdir()
+    (outside / "victim").write_text(CANARY + "\n")
+    plant(driver, outside, inv.gpus[0].uuid)
+    before = tree(outside)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            step(driver, inv)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(10)
+    stalled = t.is_alive()
+    if stalled:  # release a reader blocked on a FIFO, so the thread ends
+        for fifo in [p for p in outside.iterdir() if p.is_fifo()] + [p for p in driver.iterdir() if p.is_fifo()]:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(10)
+    assert not stalled, "the root step blocked on something the pod left"
+    assert tree(outside) == before
+    assert errors == [], errors
+
+
+# The pod swaps a directory of its driver dir for a symlink to a host directory and back while the kubelet
+# prepares its next container (a restart): whatever the kubelet chowns for the workload user, nothing outside
+# may change owner. Two pods at once: one swaps between every step of any directory walk the kubelet makes
+# (deterministic), one swaps as fast as it can from another process.
+SWAPPER = """
+import os, sys
+os.chdir(sys.argv[1])
+while not os.path.exists("stop"):
+    for a, b in (("d", "d.tmp"), ("d.link", "d"), ("d.tmp", "d.link")):
+        try:
+            os.rename(a, b)
+        except OSError:
+            pass
+"""
+
+
+def test_prepare_never_chowns_through_a_swapped_symlink(rt: ProcessRuntime, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    if not AS_ROOT:
+        pytest.skip("the runtime gives mounts to the workload user only when it runs as root")
+    driver = tmp_path / "driver"  # a read-write mount of the container (the node's driver dir)
+    (driver / "d").mkdir(parents=True)
+    outside = tmp_path / "outside"  # a root-owned host directory
+    outside.mkdir()
+    for d in (driver / "d", outside):
+        for name in ("victim", "other"):
+            (d / name).write_text(CANARY + "\n")
+    (driver / "d.link").symlink_to(outside)
+
+    def exchange() -> None:  # d <-> d.link: the real directory and the symlink trade names
+        for a, b in (("d", "d.tmp"), ("d.link", "d"), ("d.tmp", "d.link")):
+            os.rename(driver / a, driver / b)
+
+    def between_steps(walk):
+        def hooked(*args, **kwargs):
+            for step in walk(*args, **kwargs):
+                exchange()
+                yield step
+        return hooked
+
+    def after_listing(scandir):
+        def hooked(*args, **kwargs):
+            it = scandir(*args, **kwargs)
+            exchange()
+            return it
+        return hooked
+
+    home = rt.scratch_dir(spec("uid-race", "x"))
+    home.mkdir(parents=True)
+    before = tree(outside)
+    for name, hook in (("walk", between_steps), ("fwalk", between_steps), ("scandir", after_listing)):
+        with monkeypatch.context() as m:  # one walk primitive at a time (hooking scandir also hooks walk's)
+            m.setattr(os, name, hook(getattr(os, name)))
+            rt.sandbox.prepare(home, [driver])
+        assert tree(outside) == before, name
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(driver)])
+    try:
+        for _ in range(2000):
+            rt.sandbox.prepare(home, [driver])
+            if any(p.lstat().st_uid != 0 for p in outside.iterdir()):
+                break
+    finally:
+        (driver / "stop").touch()
+        swapper.wait(10)
+    assert tree(outside) == before

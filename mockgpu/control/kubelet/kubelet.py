@@ -183,7 +183,9 @@ class Kubelet:
         if self.plugin_watcher is not None:
             private_dir(self.dra_dir)
         if self.inventory is not None:
-            write_node_driver(self.driver_dir, self.inventory)
+            sandbox = self.runtime.sandbox  # the driver dir's directories belong to the workload user
+            write_node_driver(self.driver_dir, self.inventory,
+                              owner=(sandbox.uid, sandbox.gid) if sandbox.as_root else None)
         self.dm.start()
         if self.plugin is not None:
             self.plugin.start()

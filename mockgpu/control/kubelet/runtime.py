@@ -14,7 +14,9 @@ What a container gets, and how it differs from a real one:
 * env: a minimal base (PATH = the allowlist's bin dir, HOME = its working dir, HOSTNAME = pod
   name, the pod identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the
   fake driver records), then the device plugin's envs, then the pod's env (later wins, as the
-  kubelet appends container env after device envs). Nothing of the host's environment.
+  kubelet appends container env after device envs). Nothing of the host's environment. Only the
+  workload gets it: bwrap (and setpriv) start with a fixed environment and the container's travels in
+  an anonymous file to the sandbox's last step (``execenv.py``), which runs as the workload user.
 * mounts: the device plugin's mounts are real bind mounts at their container paths (read-only
   where asked); DeviceSpecs are recorded only. ``workingDir`` must exist inside the sandbox (its
   home, ``/tmp`` or under a mount).
@@ -44,6 +46,7 @@ from pathlib import Path
 from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
 from mockgpu.control.kubelet.containerlogs import LogRotation, LogWriter, render_logs
+from mockgpu.control.kubelet.execenv import LAUNCHER_ENV, BadEnvironment, env_fd
 from mockgpu.control.kubelet.sandbox import Sandbox, SandboxUnavailable
 
 START_ERROR_EXIT_CODE = 128
@@ -145,15 +148,19 @@ class ProcessRuntime:
             started_at=now,
             restart_count=spec.restart_count,
         )
+        fd = -1
         try:
             host_argv = self.allowlist.host_argv(argv)
             cwd = self._working_dir(spec, scratch)
             mounts = tuple((m.host_path, m.container_path, not m.read_only) for m in spec.mounts)
             self.sandbox.prepare(scratch, [Path(h) for h, _, w in mounts if w])
-            sandboxed = self.sandbox.command(host_argv, cwd=cwd, home=scratch, hostname=spec.pod_name, mounts=mounts)
+            fd = env_fd(env)
+            sandboxed = self.sandbox.command(host_argv, cwd=cwd, home=scratch, hostname=spec.pod_name, mounts=mounts,
+                                             env_fd=fd)
             proc = subprocess.Popen(
                 sandboxed,
-                env=env,
+                env=LAUNCHER_ENV,  # never the pod's: bwrap and setpriv run with privilege
+                pass_fds=(fd,),
                 cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -161,7 +168,7 @@ class ProcessRuntime:
                 start_new_session=True,
                 close_fds=True,
             )
-        except (CommandRefused, SandboxUnavailable, OSError) as exc:
+        except (CommandRefused, SandboxUnavailable, BadEnvironment, OSError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             status = replace(
                 base,
@@ -180,6 +187,9 @@ class ProcessRuntime:
             if self.on_exit:
                 self.on_exit(status)
             return status
+        finally:
+            if fd >= 0:
+                os.close(fd)
         writer = LogWriter(log_path, self.log_rotation)
         writer.attach(proc.stdout, "stdout")
         writer.attach(proc.stderr, "stderr")

@@ -14,8 +14,10 @@ What a sandboxed container sees and is:
 * when the cluster runs as root, the dedicated uid/gid ``WORKLOAD_UID`` (65532, no supplementary
   groups, every capability dropped, ``no_new_privs``); otherwise the cluster's own user inside a
   user namespace (bwrap's unprivileged mode, also ``no_new_privs``). Never root.
-* the environment the runtime built (pod spec + device plugin + minimal PATH/HOME/HOSTNAME); bwrap
-  adds nothing.
+* the environment the runtime built (pod spec + device plugin + minimal PATH/HOME/HOSTNAME), and only
+  the workload sees it: bwrap and setpriv, which run with privilege, get the fixed ``LAUNCHER_ENV``; the
+  container's environment travels in an anonymous file whose descriptor the last step (``execenv.py``,
+  already the workload user) reads before it execs the workload (see the README's threat model).
 
 Where bwrap is missing or cannot build this sandbox, ``SandboxUnavailable`` (one line) is raised and
 the runtime refuses to start the container; nothing ever runs unsandboxed.
@@ -33,13 +35,16 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from mockgpu.control.kubelet import execenv
 from mockgpu.errors import MockgpuError
+from mockgpu.gpu.safedir import Dir
 
 WORKLOAD_UID = 65532  # like distroless's "nonroot": not root, not nobody, not a login user
 WORKLOAD_GID = 65532
 TMP_SIZE = 64 << 20  # bytes of the private /tmp
 SETPRIV_DIR = "/.mockgpu-setpriv"  # mode 0700, root's: unreachable once the workload is uid 65532
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks to mirror
+EXECENV = os.path.realpath(execenv.__file__)  # inside the kit's package, which every sandbox binds read-only
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 
@@ -236,15 +241,18 @@ class Sandbox:
 
     # -- the command -------------------------------------------------------------------------
     def command(
-        self, argv: list[str], *, cwd: str, home: Path, hostname: str, mounts: tuple[tuple[str, str, bool], ...]
+        self, argv: list[str], *, cwd: str, home: Path, hostname: str, mounts: tuple[tuple[str, str, bool], ...],
+        env_fd: int,
     ) -> list[str]:
-        """The host argv that runs ``argv`` sandboxed. ``mounts``: (host path, container path, writable)."""
+        """The host argv that runs ``argv`` sandboxed. ``mounts``: (host path, container path, writable);
+        ``env_fd``: the descriptor of ``execenv.env_fd(env)``, to be inherited by bwrap (``pass_fds``), which
+        must itself be started with ``execenv.LAUNCHER_ENV``."""
         self.check()
         binds = [*self.base_binds(), Bind(str(home), str(home), True)]
         binds += [Bind(h, c, w) for h, c, w in mounts]
-        return self._bwrap_argv(binds, argv, cwd=cwd, hostname=hostname)
+        return self._bwrap_argv(binds, argv, cwd=cwd, hostname=hostname, env_fd=env_fd)
 
-    def _bwrap_argv(self, binds: list[Bind], argv: list[str], *, cwd: str, hostname: str) -> list[str]:
+    def _bwrap_argv(self, binds: list[Bind], argv: list[str], *, cwd: str, hostname: str, env_fd: int) -> list[str]:
         assert self.bwrap
         has = bwrap_options(self.bwrap)
         cmd = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -282,7 +290,8 @@ class Sandbox:
         if self.as_root:
             cmd += [f"{SETPRIV_DIR}/setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
             cmd += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-        return cmd + argv
+        # The last step, as the workload user: the container's environment from env_fd, then exec argv.
+        return cmd + [sys.executable, "-I", "-S", EXECENV, str(env_fd), "--", *argv]
 
     # -- checks and preparation --------------------------------------------------------------
     def check(self) -> None:
@@ -311,35 +320,41 @@ class Sandbox:
         if self.as_root and not self.setpriv:
             raise SandboxUnavailable("workload sandbox unavailable: setpriv not found (Debian: util-linux)")
         argv = [sys.executable, "-c", "import mockgpu.gpu.cuda"]
-        probe = self._bwrap_argv(list(binds), argv, cwd="/", hostname="probe")
         try:
-            r = subprocess.run(probe, capture_output=True, text=True, env={"PATH": str(self.bin_dir)}, timeout=60)
+            fd = execenv.env_fd({"PATH": str(self.bin_dir)})
+        except OSError as exc:
+            raise SandboxUnavailable(f"workload sandbox unavailable: {exc}") from None
+        try:
+            probe = self._bwrap_argv(list(binds), argv, cwd="/", hostname="probe", env_fd=fd)
+            r = subprocess.run(probe, capture_output=True, text=True, env=execenv.LAUNCHER_ENV, pass_fds=(fd,),
+                               timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"workload sandbox unavailable: {exc}") from None
+        finally:
+            os.close(fd)
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1]
             raise SandboxUnavailable(f"workload sandbox unavailable: {last}")
 
     def prepare(self, home: Path, writable: list[Path]) -> None:
         """Give the workload user its home and the device plugin's read-write mounts (as root only).
-        Symlinks are never followed: ``lchown`` on the link itself."""
+
+        A pod can write in a mount, so nothing there is reached by path: each directory (the mount and those
+        below it, two levels deep: the driver dir's ``ledgers/procs``) is opened ``O_NOFOLLOW`` from its
+        parent's descriptor and chowned through its own; files are not chowned at all (workloads lock them
+        read-only and replace them by rename, which needs only the directory). The path-based recursive
+        lchown this replaces chowned a host file when a directory was swapped for a symlink mid-walk."""
         home.chmod(0o700)
         if not self.as_root:
             return
-        _lchown(home, self.uid, self.gid)
+        _chown_dirs(home, self.uid, self.gid, depth=0)
         for top in writable:
-            if not top.is_dir():
-                continue
-            _lchown(top, self.uid, self.gid)
-            for root, dirs, files in os.walk(top):
-                for name in dirs + files:
-                    _lchown(Path(root, name), self.uid, self.gid)
+            _chown_dirs(top, self.uid, self.gid, depth=2)
 
 
-def _lchown(p: Path, uid: int, gid: int) -> None:
+def _chown_dirs(p: Path, uid: int, gid: int, depth: int) -> None:
     try:
-        st = os.lstat(p)
-        if (st.st_uid, st.st_gid) != (uid, gid):
-            os.chown(p, uid, gid, follow_symlinks=False)
-    except FileNotFoundError:
+        with Dir.open(p) as d:
+            d.chown_dirs(uid, gid, depth=depth)
+    except (FileNotFoundError, NotADirectoryError):
         pass
