@@ -5,13 +5,13 @@ removes a ``/var/log/pods/<ns>_<name>_<uid>`` dir once its pod is deleted (the u
 ``_``), so disk use is bounded by the pods that exist, not by every pod the cluster ever ran:
 * ``remove_pod_log_dir(state_dir, ns, name, uid)``: the kubelet calls it when the API reports the pod
   deleted and its containers are stopped (``podsync``; until then ``kubectl logs``, ``--previous`` too, is served);
-* ``sweep(state_dir, existing_uids)``: at kubelet start, the dirs of pods the API no longer has (deleted while
-  no kubelet was watching: a crash, a kubelet that was down). Its caller lists the dirs (``log_dir_names``)
+* ``sweep(state_dir, existing_uids)``: at kubelet start and every ``KubeletOptions.gc_period`` (upstream's
+  ``ContainerGCPeriod``, 1 min), the dirs of pods the API no longer has (deleted while no kubelet was
+  watching: a crash, a kubelet that was down; or a removal that failed). Its caller lists the dirs (``log_dir_names``)
   *before* it lists the pods, so a dir made after that list (a new pod's) is never taken for a deleted pod's.
 Differences from upstream: every node's kubelet of a cluster writes to one ``<state>/logs`` (the API server reads
 it), so "deleted" means "not in the API" (a cluster-wide pod list) rather than "unknown to this node's pod
-manager"; the sweep runs at start, not every minute (``ContainerGCPeriod``); the per-pod removal is driven by
-the watch's DELETED event.
+manager"; the per-pod removal is driven by the watch's DELETED event (or the re-list's, ``apiwatch``).
 Removal never follows a symlink (``saferm``: fd-relative, ``O_NOFOLLOW``, ``shutil.rmtree`` with ``dir_fd``).
 The dirs are kubelet-written (0700, not pod-writable); this is defence in depth.
 """

@@ -24,6 +24,9 @@ What a container gets, and how it differs from a real one:
   ``log_rotation``'s size; the logs of runs before the previous one are removed); exit code ``128+N`` for signal N with
   reason ``Error``, ``Completed`` for 0 (``OOMKilled`` does not apply: no cgroups).
 * graceful stop: SIGTERM to the container's processes, SIGKILL after the grace period.
+* a deleted pod's containers are forgotten (``remove_pod``): their records and their scratch homes
+  ``<root>/rootfs/<uid>/<container>`` (written by the workload, so removed fd-relative without following
+  anything in them, ``saferm``); ``sweep_scratch`` removes those of pods deleted while no kubelet ran.
 Every runtime is registered so ``stop_all`` (also at interpreter exit) leaves no process behind.
 """
 
