@@ -211,3 +211,46 @@ def test_relist_reports_vanished_objects_as_deleted(case: str, lists: list[list[
     for (etype, uid), obj in zip(got, objs, strict=True):  # a DELETED carries the last object seen
         if etype == "DELETED":
             assert obj == last[uid]
+
+
+def _deep(top: Path, host: dict[str, Path], depth: int) -> None:
+    """``top/d/d/.../d`` ``depth`` levels down (deeper than a path can name), with files, subdirs and symlinks
+    to the host along the way, made as a workload would: one ``mkdir``/``openat`` at a time."""
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(depth):
+            if i % 500 == 0:
+                os.symlink(host["dir"], "to-dir", dir_fd=fd)
+                os.symlink(host["file"], "to-file", dir_fd=fd)
+                os.mkdir("side", dir_fd=fd)
+                os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+            os.mkdir("d", dir_fd=fd)
+            new = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("depth", [3, 3000], ids=["shallow", "deeper-than-rmtree-recurses"])
+def test_saferm_removes_trees_of_any_depth_without_following_symlinks(tmp_path: Path, host: dict[str, Path],
+                                                                      depth: int) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _deep(root / "uid-deep", host, depth)
+    assert saferm.remove_entries(root, ["uid-deep"]) == ["uid-deep"]
+    assert os.listdir(root) == [] and intact(host)
+
+
+def test_saferm_deep_walk_itself(tmp_path: Path, host: dict[str, Path]) -> None:
+    """The fallback for deep trees, on a tree of links and nested dirs (``rmtree`` handles it otherwise)."""
+    root = tmp_path / "root"
+    _links(root / "t", host)
+    _deep(root / "t" / "main" / "deep", host, 1200)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        saferm._rmtree_deep(fd, "t")
+    finally:
+        os.close(fd)
+    assert os.listdir(root) == [] and intact(host)
