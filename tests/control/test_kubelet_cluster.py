@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polling
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.backends.embedded import EmbeddedCluster
@@ -147,15 +147,21 @@ def test_deletion_with_grace(core: client.CoreV1Api, cluster: EmbeddedCluster, n
     core.create_namespaced_pod("default", pod(name, "whole-0", command, gpus=1, grace=grace))
     wait_for(lambda: phase(core, name) == "Running", what=f"{name} Running")
     time.sleep(0.5)  # let the workload install its SIGTERM handler
-    seen: list[int] = []
     k = cluster.control_plane.kubelets["whole-0"]
-    uid = core.read_namespaced_pod(name, "default").metadata.uid
+    meta = core.read_namespaced_pod(name, "default").metadata
+    uid = meta.uid
     t0 = time.monotonic()
     core.delete_namespaced_pod(name, "default")
-    wait_for(lambda: (seen.append(0) or True) and gone(core, name), timeout=grace + 15, what=f"{name} deleted")
+    final = None  # the pod as deleted: the kubelet wrote its containers' last state first (it forgets them then)
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_pod, "default", field_selector=f"metadata.name={name}",
+                       resource_version=meta.resource_version, timeout_seconds=grace + 15):
+        if ev["type"] == "DELETED":
+            final = ev["object"]
+            w.stop()
     took = time.monotonic() - t0
-    st = k.runtime.status(uid, "main")
-    assert st is not None and st.exit_code == exit_code
+    assert final is not None, f"{name} not deleted"
+    assert final.status.container_statuses[0].state.terminated.exit_code == exit_code
     assert took < grace + 10
     if exit_code == 137:
         assert took >= grace * 0.9  # it waited for the grace period before SIGKILL

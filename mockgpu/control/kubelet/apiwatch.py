@@ -5,9 +5,13 @@ the list's resourceVersion (with bookmarks), re-listing after 410 Gone or a brok
 ``stop()``. ``list_fn(**kwargs)`` is a bound client method such as ``CoreV1Api.list_pod_for_all_namespaces``
 with its selectors pre-applied (``functools.partial``); responses are read unparsed
 (``_preload_content=False``) so handlers get exactly the JSON the API server sent.
-Simplified from client-go's reflector: no resync, no paging, a fixed 0.2-2 s retry back-off, and a re-list
-does not synthesize DELETED for objects that vanished while the watch was down (rare here: the store keeps
-10 000 events of history, so a re-list only follows a long disconnect).
+A re-list (after 410 Gone: the watch was down longer than the server's event history) reports the objects
+that vanished meanwhile as ``handler("DELETED", last object seen)``, as client-go's ``DeltaFIFO.Replace``
+does (``DeletedFinalStateUnknown``): a handler that frees what an object held (the kubelet: a deleted pod's
+containers and dirs) is never left holding it for an object it will hear no more about. Objects are told
+apart by ``metadata.uid``, so one deleted and re-created under the same name is a DELETED and an ADDED.
+The reflector keeps the last object of each key it reported (its store, as client-go's informer has one).
+Simplified from client-go's reflector: no resync, no paging, a fixed 0.2-2 s retry back-off.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Reflector:
         self.synced = threading.Event()
         self._stop = threading.Event()
         self._resp: Any = None
+        self._known: dict[str, dict[str, Any]] = {}  # key -> last object reported (read by this thread only)
         self._thread: threading.Thread | None = None
 
     def start(self) -> Reflector:
@@ -67,7 +72,13 @@ class Reflector:
     def _list(self) -> str:
         resp = self.list_fn(_preload_content=False)
         data = json.loads(resp.data)
-        for obj in data.get("items") or []:
+        items = data.get("items") or []
+        listed = {_key(obj): obj for obj in items}
+        vanished = [obj for key, obj in self._known.items() if key not in listed]
+        self._known = listed
+        for obj in vanished:  # deleted while the watch was down: no event will tell
+            self._dispatch("DELETED", obj)
+        for obj in items:
             self._dispatch("ADDED", obj)
         if not self.synced.is_set():
             self.synced.set()
@@ -91,6 +102,10 @@ class Reflector:
                 if etype == "ERROR":
                     return None if obj.get("code") == 410 else rv
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if etype == "DELETED":
+                    self._known.pop(_key(obj), None)
+                elif etype in ("ADDED", "MODIFIED"):
+                    self._known[_key(obj)] = obj
                 if etype != "BOOKMARK":
                     self._dispatch(etype, obj)
         finally:
@@ -117,3 +132,9 @@ class Reflector:
                 if self._stop.wait(delay):
                     return
                 delay = min(delay * 2, 2.0)
+
+
+def _key(obj: dict[str, Any]) -> str:
+    """An object's identity: its uid (``namespace/name`` for an object without one)."""
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -11,8 +11,9 @@ What it does, as upstream's kubelet does it:
 * watches pods with ``spec.nodeName=<node>`` (``podsync``): runs a ``PodWorker`` per pod, writes pod status
   through ``pods/status`` (strategic merge, so the scheduler's PodScheduled condition stays), posts events
   (``events``); a pod with ``deletionTimestamp`` is stopped with its grace period, then deleted with
-  ``gracePeriodSeconds=0``; a deleted pod's log dir is removed, and at start those of pods deleted meanwhile
-  (``podlogsgc``);
+  ``gracePeriodSeconds=0``; a deleted pod is forgotten once its containers are stopped (its log dir,
+  ``podlogsgc``, its containers' scratch dirs and records), and a sweep at start and every ``gc_period``
+  removes the dirs of pods deleted while no kubelet watched;
 * publishes the node's GPU state (``publisher``);
 * on a node whose pool gives GPUs to DRA (``gpu.management``): watches its plugin registry
   (``pluginwatcher``), runs the DRA driver ``gpu.mockgpu.io`` as its own process (``mockgpu dra-driver``, with
@@ -122,6 +123,7 @@ class KubeletOptions:
     container_log_max_size: int = MAX_SIZE  # bytes (upstream containerLogMaxSize, 10Mi)
     container_log_max_files: int = MAX_FILES  # upstream containerLogMaxFiles
     plugin_backoff: BackOff | None = BackOff()  # restart delays of a dead device plugin / DRA driver; None: never
+    gc_period: float = 60.0  # seconds between sweeps of deleted pods' dirs (upstream ContainerGCPeriod, 1 min)
 
 
 class Kubelet:
@@ -209,7 +211,7 @@ class Kubelet:
         self._spawn(self._status_loop, f"nodestatus-{self.name}")
         pods = functools.partial(self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.name}")
         nodes = functools.partial(self.core.list_node, field_selector=f"metadata.name={self.name}")
-        sweep = functools.partial(self._spawn, self.pods.sweep_logs, f"logsgc-{self.name}")
+        sweep = functools.partial(self._spawn, self._gc_loop, f"podgc-{self.name}")
         self._reflectors = [Reflector(pods, self.pods.on_pod, name=f"pods-{self.name}", on_synced=sweep).start(),
                             Reflector(nodes, self._on_node, name=f"node-{self.name}").start()]
         if self.publisher is not None:
@@ -273,6 +275,16 @@ class Kubelet:
         if self.plugin_watcher is not None:
             self.plugin_watcher.stop()
         self.dra.stop()
+
+    def _gc_loop(self) -> None:
+        """Sweep the dirs of deleted pods once this node's pods are listed, then every ``gc_period``."""
+        while not self._stop.is_set():
+            try:
+                self.pods.sweep()
+            except Exception:  # the next period sweeps again
+                log.exception("node %s: pod dirs not swept", self.name)
+            if self._stop.wait(self.options.gc_period):
+                return
 
     def _spawn(self, target, name: str) -> None:  # noqa: ANN001
         t = threading.Thread(target=target, name=name, daemon=True)

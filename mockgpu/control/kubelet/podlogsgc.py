@@ -5,32 +5,24 @@ removes a ``/var/log/pods/<ns>_<name>_<uid>`` dir once its pod is deleted (the u
 ``_``), so disk use is bounded by the pods that exist, not by every pod the cluster ever ran:
 * ``remove_pod_log_dir(state_dir, ns, name, uid)``: the kubelet calls it when the API reports the pod
   deleted and its containers are stopped (``podsync``; until then ``kubectl logs``, ``--previous`` too, is served);
-* ``sweep(state_dir, existing_uids)``: at kubelet start, the dirs of pods the API no longer has (deleted while
-  no kubelet was watching: a crash, a kubelet that was down). Its caller lists the dirs (``log_dir_names``)
+* ``sweep(state_dir, existing_uids)``: at kubelet start and every ``KubeletOptions.gc_period`` (upstream's
+  ``ContainerGCPeriod``, 1 min), the dirs of pods the API no longer has (deleted while no kubelet was
+  watching: a crash, a kubelet that was down; or a removal that failed). Its caller lists the dirs (``log_dir_names``)
   *before* it lists the pods, so a dir made after that list (a new pod's) is never taken for a deleted pod's.
 Differences from upstream: every node's kubelet of a cluster writes to one ``<state>/logs`` (the API server reads
 it), so "deleted" means "not in the API" (a cluster-wide pod list) rather than "unknown to this node's pod
-manager"; the sweep runs at start, not every minute (``ContainerGCPeriod``); the per-pod removal is driven by
-the watch's DELETED event.
-Removal never follows a symlink: the logs root is opened ``O_NOFOLLOW``, each entry is removed relative to that
-fd (``dir_fd``), an entry that is not a directory (a symlink) is unlinked itself, and directories go through
-``shutil.rmtree``, which on Linux walks with ``openat``/``unlinkat`` and refuses a top that is (or is swapped
-for) a symlink (``shutil.rmtree.avoids_symlink_attacks``). The dirs are kubelet-written (0700, not
-pod-writable); this is defence in depth.
+manager"; the per-pod removal is driven by the watch's DELETED event (or the re-list's, ``apiwatch``).
+Removal never follows a symlink (``saferm``: fd-relative, ``O_NOFOLLOW``, ``shutil.rmtree`` with ``dir_fd``).
+The dirs are kubelet-written (0700, not pod-writable); this is defence in depth.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import shutil
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from mockgpu.control.apiserver.podlogs import log_dir, logs_root
-
-log = logging.getLogger(__name__)
+from mockgpu.control.kubelet import saferm
 
 
 def pod_uid_of(dir_name: str) -> str:
@@ -40,55 +32,12 @@ def pod_uid_of(dir_name: str) -> str:
 
 def log_dir_names(state_dir: str | Path) -> list[str]:
     """The pod log dir names under ``<state>/logs`` (none when it does not exist)."""
-    try:
-        return [n for n in os.listdir(logs_root(state_dir)) if n.count("_") >= 2]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _remove(root_fd: int, name: str) -> bool:
-    """Remove the entry ``name`` of the dir ``root_fd`` without following a symlink; whether it was there."""
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"not a pod log dir name: {name!r}")
-    try:
-        st = os.lstat(name, dir_fd=root_fd)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(name, dir_fd=root_fd)  # a symlink (or file) itself, never its target
-        return True
-
-    def onerror(func, path, exc_info) -> None:  # noqa: ANN001
-        if not isinstance(exc_info[1], FileNotFoundError):  # another remover got there first
-            raise exc_info[1]
-
-    shutil.rmtree(name, dir_fd=root_fd, onerror=onerror)
-    return True
+    return [n for n in saferm.entry_names(logs_root(state_dir)) if n.count("_") >= 2]
 
 
 def remove_log_dirs(state_dir: str | Path, names: Iterable[str]) -> list[str]:
     """Remove these dirs of ``<state>/logs``; the names removed. Failures are logged, not raised."""
-    names = list(names)
-    if not names:
-        return []
-    try:
-        root_fd = os.open(logs_root(state_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:  # a symlink (ENOTDIR/ELOOP) or no access: not entered
-        log.warning("pod log dirs under %s not removed: %s", logs_root(state_dir), exc)
-        return []
-    removed = []
-    try:
-        for name in names:
-            try:
-                if _remove(root_fd, name):
-                    removed.append(name)
-            except (OSError, ValueError) as exc:
-                log.warning("pod log dir %s not removed: %s", name, exc)
-    finally:
-        os.close(root_fd)
-    return removed
+    return saferm.remove_entries(logs_root(state_dir), names, what="pod log dir")
 
 
 def remove_pod_log_dir(state_dir: str | Path, namespace: str, name: str, uid: str) -> bool:

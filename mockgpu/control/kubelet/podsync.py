@@ -8,9 +8,13 @@
   (SIGTERM, then SIGKILL), its devices freed, its final status written, and is then deleted with
   ``gracePeriodSeconds=0`` (uid precondition), as the kubelet's status manager does;
 * a pod removed outright (force delete) has its containers killed at once;
-* once the API has deleted a pod and its containers are stopped, its log dir is removed (``podlogsgc``,
-  upstream's ``evictPodLogsDirectories``); ``sweep_logs`` (at kubelet start, once this node's pods are listed)
-  removes the log dirs of pods the API no longer has, deleted while no kubelet watched.
+* once the API has deleted a pod and its containers are stopped, the kubelet forgets it (``_forget``): its
+  log dir (``podlogsgc``, upstream's ``evictPodLogsDirectories``), its containers' scratch homes and records
+  (``ProcessRuntime.remove_pod``) and its entries here (``phases``, ``_terminating``), so what a node keeps
+  is bounded by the pods that exist, not by every pod it ever ran. A DELETED missed while the watch was down
+  comes from the re-list (``apiwatch`` reports the pods that vanished); ``sweep`` (at kubelet start, once
+  this node's pods are listed, then every ``KubeletOptions.gc_period``, upstream's ``ContainerGCPeriod``)
+  removes the log and scratch dirs of pods the API no longer has, deleted while no kubelet watched.
 Pods found at start that a previous kubelet had started (they have container statuses) lost their
 processes with it: under ``restartPolicy: Never`` they fail with the containers terminated as
 ``ContainerStatusUnknown`` (exit 137, upstream's reason and message for a container that vanished);
@@ -87,7 +91,7 @@ class PodSync:
             else:
                 self.k.dm.remove_pod(uid)
                 self._unprepare(pod)
-                self._remove_logs(pod)
+                self._forget(pod)
             self._changed()
             return
         with self._lock:
@@ -159,7 +163,7 @@ class PodSync:
     def _write_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         with self._lock:
-            if self._closed:
+            if self._closed or uid not in self.workers:  # deleted: nothing to report, nothing to keep
                 return
             old = self.phases.get(uid)
             self.phases[uid] = status.get("phase", old or "Pending")
@@ -191,31 +195,44 @@ class PodSync:
         try:
             w.terminate(grace)
             if deleted:  # gone from the API, containers stopped: nobody can ask for its logs now
-                self._remove_logs(w.pod)
+                self._forget(w.pod)
         finally:
             self._changed()
 
-    def _remove_logs(self, pod: dict[str, Any]) -> None:
+    def _forget(self, pod: dict[str, Any]) -> None:
+        """The API has deleted the pod and its containers are stopped: drop everything kept for it."""
         ns, name = _ns_name(pod)
-        podlogsgc.remove_pod_log_dir(self.k.state_dir, ns, name, pod["metadata"]["uid"])
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self.workers or uid in self.pods:  # a pod of this uid came back (a re-list raced us)
+                return
+            self.phases.pop(uid, None)
+            self._terminating.discard(uid)
+        self.k.runtime.remove_pod(uid)
+        podlogsgc.remove_pod_log_dir(self.k.state_dir, ns, name, uid)
 
-    def sweep_logs(self) -> list[str]:
-        """Remove the log dirs of pods the API no longer has (see ``podlogsgc``); the dir names removed."""
+    def sweep(self) -> tuple[list[str], list[str]]:
+        """Remove the log dirs and scratch dirs of pods the API no longer has (see ``podlogsgc``); the log dir
+        names and scratch pod uids removed."""
         names = podlogsgc.log_dir_names(self.k.state_dir)  # before the pod list, never after
-        if not names:
-            return []
+        scratch = self.k.runtime.scratch_pod_uids()
+        if not names and not scratch:
+            return [], []
         try:  # cluster-wide: every node's pods log under the same <state>/logs
             items = json.loads(self.k.core.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
-        except Exception as exc:  # the next start sweeps again
-            log.warning("pod log dirs not swept: %s", exc)
-            return []
+        except Exception as exc:  # the next sweep tries again
+            log.warning("pod dirs not swept: %s", exc)
+            return [], []
         existing = {(p.get("metadata") or {}).get("uid") for p in items}
         with self._lock:  # deleted but still stopping here: its DELETED event removes it once stopped
             existing.update(self.workers)
-        removed = podlogsgc.sweep(self.k.state_dir, names, existing)
-        if removed:
-            log.info("node %s: removed the log dirs of %d deleted pods", self.k.name, len(removed))
-        return removed
+            existing.update(self._terminating)
+        logs = podlogsgc.sweep(self.k.state_dir, names, existing)
+        homes = self.k.runtime.sweep_scratch(scratch, existing)
+        if logs or homes:
+            log.info("node %s: removed the log dirs of %d and the scratch dirs of %d deleted pods", self.k.name,
+                     len(logs), len(homes))
+        return logs, homes
 
     def _kill_and_delete(self, pod: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -231,7 +248,8 @@ class PodSync:
             self.k.dm.remove_pod(uid)
             self._unprepare(pod)
         with self._lock:
-            self.phases[uid] = self.phases.get(uid) if self.phases.get(uid) in TERMINAL else "Failed"
+            if uid in self.pods:  # not deleted meanwhile (a DELETED forgets it)
+                self.phases[uid] = self.phases.get(uid) if self.phases.get(uid) in TERMINAL else "Failed"
         ns, name = _ns_name(pod)
         try:
             self.k.core.delete_namespaced_pod(name, ns, grace_period_seconds=0,

@@ -26,12 +26,16 @@ What a container gets, and how it differs from a real one:
   ``log_rotation``'s size; the logs of runs before the previous one are removed); exit code ``128+N`` for signal N with
   reason ``Error``, ``Completed`` for 0 (``OOMKilled`` does not apply: no cgroups).
 * graceful stop: SIGTERM to the container's processes, SIGKILL after the grace period.
+* a deleted pod's containers are forgotten (``remove_pod``): their records and their scratch homes
+  ``<root>/rootfs/<uid>/<container>`` (written by the workload, so removed fd-relative without following
+  anything in them, ``saferm``); ``sweep_scratch`` removes those of pods deleted while no kubelet ran.
 Every runtime is registered so ``stop_all`` (also at interpreter exit) leaves no process behind.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import signal
 import subprocess
@@ -43,12 +47,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mockgpu.control.kubelet import saferm
 from mockgpu.control.kubelet.allowlist import CommandAllowlist, CommandRefused
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus, Mount, combine_argv, rewrite_path
 from mockgpu.control.kubelet.containerlogs import LogRotation, LogWriter, render_logs
 from mockgpu.control.kubelet.execenv import LAUNCHER_ENV, BadEnvironment, env_fd
 from mockgpu.control.kubelet.sandbox import Sandbox, SandboxUnavailable
 
+log = logging.getLogger(__name__)
 START_ERROR_EXIT_CODE = 128
 RUN_CONTAINER_ERROR = "RunContainerError"  # waiting reason the kubelet shows after a StartError
 
@@ -96,8 +102,12 @@ class ProcessRuntime:
     def pod_log_dir(self, spec: ContainerSpec) -> Path:
         return self.root / "pods" / f"{spec.namespace}_{spec.pod_name}_{spec.pod_uid}" / spec.name
 
+    @property
+    def scratch_root(self) -> Path:
+        return self.root / "rootfs"
+
     def scratch_dir(self, spec: ContainerSpec) -> Path:
-        return self.root / "rootfs" / spec.pod_uid / spec.name
+        return self.scratch_root / spec.pod_uid / spec.name
 
     def container_env(self, spec: ContainerSpec) -> dict[str, str]:
         env = {"PATH": str(self.bin_dir), "HOME": str(self.scratch_dir(spec)), "HOSTNAME": spec.pod_name}
@@ -267,6 +277,31 @@ class ProcessRuntime:
             c = self._containers.get((pod_uid, name))
             if c is not None and c.done.is_set():
                 del self._containers[(pod_uid, name)]
+
+    def remove_pod(self, pod_uid: str) -> bool:
+        """Forget a deleted pod once its containers are stopped: their records (status, argv, env) and their
+        scratch homes ``rootfs/<uid>`` (pod-writable: removed without following anything in them, ``saferm``),
+        as the kubelet's container GC removes a deleted pod's containers. Nothing is removed while one of its
+        containers still runs; whether a scratch dir was removed."""
+        with self._lock:
+            keys = [k for k in self._containers if k[0] == pod_uid]
+            if any(not self._containers[k].done.is_set() for k in keys):
+                log.warning("pod %s: containers still running, its scratch dir is kept", pod_uid)
+                return False
+            for k in keys:
+                del self._containers[k]
+        return bool(saferm.remove_entries(self.scratch_root, [pod_uid], what="pod scratch dir"))
+
+    def scratch_pod_uids(self) -> list[str]:
+        """The pod uids that have a scratch dir (list them before the pods they are checked against)."""
+        return saferm.entry_names(self.scratch_root)
+
+    def sweep_scratch(self, uids: list[str], existing: set[str]) -> list[str]:
+        """Remove the scratch dirs among ``uids`` of pods not in ``existing`` and without a container
+        here; the uids removed."""
+        with self._lock:
+            keep = existing | {k[0] for k in self._containers}
+        return saferm.remove_entries(self.scratch_root, [u for u in uids if u not in keep], what="pod scratch dir")
 
     def running(self) -> list[ContainerStatus]:
         return [c.status for c in list(self._containers.values()) if not c.done.is_set()]
