@@ -26,13 +26,14 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "conformance")]
 
 from hostile_requests import CM as CONFIGMAPS  # noqa: E402
-from hostile_requests import Answer, Request, Target, create, ensure_namespace, generate, run_case  # noqa: E402
+from hostile_requests import Request, Target, create, ensure_namespace, generate, run_case  # noqa: E402
 
 from mockgpu.backends.embedded import EmbeddedCluster  # noqa: E402
 from mockgpu.backends.embedded import daemon as embedded_daemon  # noqa: E402
@@ -75,6 +76,19 @@ def descendant(pid: int, exe_name: str) -> int:
     raise RuntimeError(f"no {exe_name} below pid {pid}")
 
 
+@dataclass
+class Outcome:
+    """What is kept of one case's answer (not its body)."""
+
+    id: str
+    what: str
+    status: int
+    klass: str
+    brief: str
+    seconds: float
+    wrote: list[str]
+
+
 class Poller(threading.Thread):
     """GET /readyz every ``interval`` s (a new connection each time); keeps the worst latency."""
 
@@ -114,9 +128,12 @@ def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
     time.sleep(args.settle)
     before = rss_kib(pid)[0]
     cases = generate(args.requests, args.seed)
-    results: list[tuple[str, str, Answer, list[str]] | None] = [None] * len(cases)
+    results: list[Outcome | None] = [None] * len(cases)
     next_i = iter(range(len(cases)))
     lock = threading.Lock()
+    done_count = [0]
+    t0 = time.perf_counter()
+    poller = Poller(t, args.poll)
 
     def worker() -> None:
         while True:
@@ -124,12 +141,16 @@ def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
                 i = next(next_i, None)
             if i is None:
                 return
-            answer, wrote = run_case(t, cases[i], timeout=args.timeout)
-            results[i] = (cases[i].id, cases[i].request.describe(), answer, wrote)
+            a, wrote = run_case(t, cases[i], timeout=args.timeout)
+            results[i] = Outcome(cases[i].id, cases[i].request.describe(), a.status, a.klass, a.brief(), a.seconds,
+                                 wrote)
+            with lock:
+                done_count[0] += 1
+                if done_count[0] % 1000 == 0:
+                    print(f"  ... {done_count[0]} requests, {time.perf_counter() - t0:.0f} s, server RSS "
+                          f"{rss_kib(pid)[0] / 1024:.0f} MiB, /readyz worst {poller.worst * 1000:.0f} ms", flush=True)
 
-    poller = Poller(t, args.poll)
     poller.start()
-    t0 = time.perf_counter()
     workers = [threading.Thread(target=worker) for _ in range(args.workers)]
     for w in workers:
         w.start()
@@ -143,11 +164,11 @@ def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
     done = [r for r in results if r is not None]
     return {"backend": args.backend, "seed": args.seed, "requests": len(done), "seconds": elapsed,
             "setup_requests": sum(len(c.setup) for c in cases),
-            "classes": dict(collections.Counter(a.klass for _, _, a, _ in done)),
-            "cases": {cid: a.status or a.error for cid, _, a, _ in done},
-            "server_errors": [(cid, d, a.brief()) for cid, d, a, _ in done if a.status >= 500 or not a.status],
-            "slow": sorted(((a.seconds, cid, d) for cid, d, a, _ in done if a.seconds > 1.0), reverse=True),
-            "writes": [(cid, w) for cid, _, _, w in done if w],
+            "classes": dict(collections.Counter(o.klass for o in done)),
+            "cases": {o.id: o.status or o.klass for o in done},
+            "server_errors": [(o.id, o.what, o.brief) for o in done if o.status >= 500 or not o.status],
+            "slow": sorted(((o.seconds, o.id, o.what) for o in done if o.seconds > 1.0), reverse=True),
+            "writes": [(o.id, o.wrote) for o in done if o.wrote],
             "readyz_worst_s": poller.worst, "readyz_over_1s": poller.over_1s, "readyz_polls": poller.polls,
             "readyz_failed": poller.failed, "rss_before_kib": before, "rss_after_kib": after, "rss_peak_kib": peak}
 

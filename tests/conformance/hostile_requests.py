@@ -413,6 +413,8 @@ def unknown(g: Gen, variants: bool) -> Iterator[Case]:
     """Unknown fields and duplicate keys, with every fieldValidation, on create, update and merge patch."""
     def one(where: str, validation: str | None, verb: str, dup: bool = False) -> Case:
         name = g.name()
+        if verb == "patch" and where in ("spec", "container"):
+            where = "metadata"  # a merge patch of a ConfigMap: the field at its top or in its metadata
         kind = POD if where in ("spec", "container") else CM
         q = "" if validation is None else f"fieldValidation={validation}"
         o = obj(kind, name)
@@ -430,8 +432,7 @@ def unknown(g: Gen, variants: bool) -> Iterator[Case]:
         if verb == "update":
             return g.case(label, Request("PUT", kind.item(name), query=q, headers=ctype(JSON), body=text.encode()),
                           setup=(create(kind, name),), marker=UNKNOWN.encode(), warning=True)
-        patch = text if kind is CM else json.dumps({"metadata": {"labels": {"x": "y"}, UNKNOWN: "zz"}})
-        return g.case(label, Request("PATCH", kind.item(name), query=q, headers=ctype(MERGE), body=patch.encode()),
+        return g.case(label, Request("PATCH", kind.item(name), query=q, headers=ctype(MERGE), body=text.encode()),
                       setup=(create(kind, name),), marker=UNKNOWN.encode(), warning=True)
 
     if not variants:
@@ -648,8 +649,14 @@ def names(g: Gen, variants: bool) -> Iterator[Case]:
     yield one(g.rng.choice([CM, POD]), odd, g.rng.choice(["body", "get path", "generateName"]))
 
 
+def _b64(raw: bytes) -> str:
+    """base64.RawURLEncoding, as kube-apiserver encodes continue tokens (no padding)."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 def _forged_continue(rv: object, start: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).encode()).decode()
+    """A well-formed continue token for a resourceVersion and start key the server never handed out."""
+    return _b64(json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start}, separators=(",", ":")).encode())
 
 
 LIST_QUERIES = [
@@ -657,10 +664,10 @@ LIST_QUERIES = [
     "continue=garbage", "limit=1&continue=garbage", "continue=" + _forged_continue(1, "h"),
     "continue=" + _forged_continue(0, "h"), "continue=" + _forged_continue(-1, "../../"),
     "continue=" + _forged_continue("abc", "h"), "continue=" + _forged_continue(10 ** 15, "h"),
-    "continue=" + base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v9","rv":1,"start":"h"}').decode(),
-    "continue=" + base64.urlsafe_b64encode(b"not json").decode(), "continue=%00",
+    "continue=" + _b64(b'{"v":"meta.k8s.io/v9","rv":1,"start":"h"}'), "continue=" + _b64(b"not json"),
+    "continue=" + _b64(b'{"v":"meta.k8s.io/v1","rv":1,"start":"h"}') + "%3D%3D", "continue=%00",
     "resourceVersion=abc", "resourceVersion=-1", "resourceVersion=0", "resourceVersion=", "resourceVersion=1",
-    "resourceVersion=999999999999", "resourceVersion=1&resourceVersionMatch=Exact",
+    "resourceVersion=1&resourceVersionMatch=NotOlderThan",
     "resourceVersion=0&resourceVersionMatch=Exact", "resourceVersionMatch=NotOlderThan",
     "resourceVersion=1&resourceVersionMatch=Bogus", "resourceVersion=abc&resourceVersionMatch=NotOlderThan",
     "labelSelector=a%3Db%3Dc", "labelSelector=%21%21", "labelSelector=a+in+%28", "labelSelector=a+in+%28%29",
@@ -692,16 +699,16 @@ def queries(g: Gen, variants: bool) -> Iterator[Case]:
         if verb == "create":
             return g.case(label, Request("POST", kind.collection, query=q, headers=ctype(JSON), body=dumps(o)),
                           absent=(kind.item(name),), dry=is_dry)
-        # the object exists; an update, patch or delete must leave it as it was: its hostile label absent
+        # the object exists; a dry update or patch must leave it without the label "dry=<its name>"
         setup = (create(kind, name),)
         if verb == "update":
             req = Request("PUT", kind.item(name), query=q, headers=ctype(JSON),
-                          body=dumps(set_path(o, ("metadata", "labels", "dry"), "written")))
-            check = f"{kind.collection}?labelSelector=dry%3Dwritten"
+                          body=dumps(set_path(o, ("metadata", "labels", "dry"), name)))
+            check = f"{kind.collection}?labelSelector=dry%3D{name}"
         elif verb == "patch":
             req = Request("PATCH", kind.item(name), query=q, headers=ctype(MERGE),
-                          body=b'{"metadata":{"labels":{"dry":"written"}}}')
-            check = f"{kind.collection}?labelSelector=dry%3Dwritten"
+                          body=dumps({"metadata": {"labels": {"dry": name}}}))
+            check = f"{kind.collection}?labelSelector=dry%3D{name}"
         else:
             req = Request("DELETE", kind.item(name), query=q)
             return g.case(label, req, setup=setup, dry=is_dry, present=(kind.item(name),))
@@ -710,7 +717,12 @@ def queries(g: Gen, variants: bool) -> Iterator[Case]:
     if not variants:
         for kind in (CM, POD):
             for q in LIST_QUERIES:
-                yield g.case(f"list {kind.name} {q[:60]}", Request("GET", kind.collection, query=q))
+                # watch=bogus is a watch upstream (any value but 0, f, false is true): read it as one
+                yield g.case(f"list {kind.name} {q[:60]}", Request("GET", kind.collection, query=q,
+                                                                   stream="watch=" in q))
+        # a resourceVersion from the future: both wait (3 s upstream) for it, then 504
+        yield g.case("list ConfigMap resourceVersion=999999999999", Request("GET", CM.collection,
+                                                                            query="resourceVersion=999999999999"))
         for q in WATCH_QUERIES:
             yield g.case(f"watch ConfigMap {q}", Request("GET", CM.collection, query=q, stream=True))
         for kind in KINDS:
@@ -730,7 +742,7 @@ def queries(g: Gen, variants: bool) -> Iterator[Case]:
         a, b = g.rng.choice(LIST_QUERIES), g.rng.choice(LIST_QUERIES)
         q = a if g.rng.random() < 0.5 else f"{a}&{b}"
         yield g.case(f"list {g.rng.choice(['ConfigMap', 'Pod'])} {q[:60]}",
-                     Request("GET", g.rng.choice([CM, POD]).collection, query=q))
+                     Request("GET", g.rng.choice([CM, POD]).collection, query=q, stream="watch=" in q))
 
 
 BAD_PATHS = ["/api/v1/namespaces/hostile/nosuch", "/api/v2/namespaces/hostile/configmaps", "/apis/apps/v9/deployments",
@@ -844,7 +856,7 @@ class Target:
     def __post_init__(self) -> None:
         self.ctx = ssl.create_default_context(cafile=self.ca)
 
-    def send(self, req: Request, timeout: float = 30.0, window: float = 1.5) -> Answer:
+    def send(self, req: Request, timeout: float = 30.0, window: float = 1.2) -> Answer:
         """Send ``req``; wait up to ``timeout`` for the answer (``window`` for a watch's body)."""
         t0 = time.perf_counter()
         version = "HTTP/1.0" if req.http10 else "HTTP/1.1"
