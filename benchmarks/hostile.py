@@ -15,6 +15,7 @@ RSS after <= 1.5 x before.
     python benchmarks/hostile.py --backend embedded [--requests 10000] [--seed 17] [--save emb.json]
     python benchmarks/hostile.py --backend upstream --save up.json
     python benchmarks/hostile.py --backend embedded --against up.json
+    python benchmarks/hostile.py --load emb.json --against up.json    # summarise saved runs again
 """
 
 from __future__ import annotations
@@ -190,7 +191,9 @@ def summarise(r: dict, args: argparse.Namespace, other: dict | None) -> bool:
     for brief, count in by_brief.most_common(8):
         example = next(f for f in open_fives if f[2][:90] == brief)
         print(f"    {count:5d} x {brief}   e.g. {example[0]} — {example[1]}")
-    print(f"  requests over 1 s: {len(r['slow'])}" + "".join(
+    families = collections.Counter(cid.split()[0] for _, cid, _ in r["slow"])
+    print(f"  requests over 1 s: {len(r['slow'])} ({', '.join(f'{f} {n}' for f, n in families.most_common())}); "
+          "the slowest (a stalled server delays the other clients' requests too):" + "".join(
         f"\n    {s:6.1f} s  {cid} — {d}" for s, cid, d in r["slow"][:8]))
     print(f"  writes that should not have happened: {len(r['writes'])}" + "".join(
         f"\n    {cid}: {w[0]}" for cid, w in r["writes"][:5]))
@@ -220,10 +223,15 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=3.0, help="seconds before measuring RSS")
     ap.add_argument("--save", type=Path, help="write the results as JSON")
     ap.add_argument("--against", type=Path, help="results of the other backend (--save): its 5xx excuse ours")
+    ap.add_argument("--load", type=Path, help="summarise a saved run (--save) instead of running one")
     args = ap.parse_args()
+    other = json.loads(args.against.read_text()) if args.against else None
+    if args.load:
+        r = json.loads(args.load.read_text())
+        args.backend, args.seed, args.requests = r["backend"], r["seed"], r["requests"]
+        return 0 if summarise(r, args, other) else 1
     if args.backend == "upstream" and (problem := missing()):
         ap.error(problem)
-    other = json.loads(args.against.read_text()) if args.against else None
     with tempfile.TemporaryDirectory(prefix="mockgpu-hostile-") as tmp:
         if args.backend == "embedded":
             with EmbeddedCluster(SPEC, name="hostile-bench", home=tmp, in_process=False, delete_on_exit=True) as c:

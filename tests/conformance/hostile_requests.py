@@ -741,8 +741,9 @@ def queries(g: Gen, variants: bool) -> Iterator[Case]:
     else:
         a, b = g.rng.choice(LIST_QUERIES), g.rng.choice(LIST_QUERIES)
         q = a if g.rng.random() < 0.5 else f"{a}&{b}"
-        yield g.case(f"list {g.rng.choice(['ConfigMap', 'Pod'])} {q[:60]}",
-                     Request("GET", g.rng.choice([CM, POD]).collection, query=q, stream="watch=" in q))
+        g.rng.choice((CM, POD))  # a draw kept so that the seeded sequence stays the one measured in the README
+        kind = g.rng.choice((CM, POD))
+        yield g.case(f"list {kind.name} {q[:60]}", Request("GET", kind.collection, query=q, stream="watch=" in q))
 
 
 BAD_PATHS = ["/api/v1/namespaces/hostile/nosuch", "/api/v2/namespaces/hostile/configmaps", "/apis/apps/v9/deployments",
