@@ -16,6 +16,7 @@ SECTIONS = {  # id -> title, in report order
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
+    "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
 }
 
 # Disagreements the suite found and that were fixed in the embedded control plane (kept as history).
