@@ -11,6 +11,7 @@ import os
 import threading
 from pathlib import Path
 
+import planted
 import pytest
 from kubernetes import client
 
@@ -46,16 +47,7 @@ def core(cluster: EmbeddedCluster) -> client.CoreV1Api:
 
 @pytest.fixture
 def host(tmp_path: Path) -> dict[str, Path]:
-    outside = tmp_path / "outside"
-    (outside / "sub").mkdir(parents=True)
-    (outside / "secret").write_text("host file\n")
-    (outside / "sub" / "kept").write_text("host dir\n")
-    return {"dir": outside, "file": outside / "secret", "nested": outside / "sub"}
-
-
-def intact(host: dict[str, Path]) -> bool:
-    return (host["file"].read_text() == "host file\n" and (host["nested"] / "kept").read_text() == "host dir\n"
-            and all(p.stat().st_uid == os.getuid() for p in host.values()))
+    return planted.make_host(tmp_path)
 
 
 def kubelet(cluster: EmbeddedCluster, node: str) -> Kubelet:
@@ -92,7 +84,7 @@ def test_deleted_pod_takes_its_scratch_dir_and_no_symlink_target(core: client.Co
     wait_for(lambda: gone(core, name), what=f"{name} deleted")
     wait_for(lambda: not os.path.lexists(scratch) and not logs.exists(), timeout=GONE_WITHIN,
              what=f"{scratch} and {logs} removed")
-    assert intact(host)
+    assert planted.intact(host)
 
 
 def sizes(k: Kubelet) -> dict[str, int]:

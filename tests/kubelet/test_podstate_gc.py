@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+import planted
 import polling
 import pytest
 
@@ -24,17 +25,7 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture
 def host(tmp_path: Path) -> dict[str, Path]:
-    """Host files outside the runtime's root that a planted symlink points at."""
-    outside = tmp_path / "outside"
-    (outside / "sub").mkdir(parents=True)
-    (outside / "secret").write_text("host file\n")
-    (outside / "sub" / "kept").write_text("host dir\n")
-    return {"dir": outside, "file": outside / "secret", "nested": outside / "sub"}
-
-
-def intact(host: dict[str, Path]) -> bool:
-    return (host["file"].read_text() == "host file\n" and (host["nested"] / "kept").read_text() == "host dir\n"
-            and host["dir"].is_dir())
+    return planted.make_host(tmp_path)
 
 
 @pytest.fixture
@@ -66,7 +57,7 @@ def test_remove_pod_takes_the_scratch_dirs_not_what_planted_symlinks_point_at(rt
 
     assert rt.remove_pod("uid-gone") is True
     assert not os.path.lexists(rt.scratch_root / "uid-gone")
-    assert intact(host)
+    assert planted.intact(host)
     assert rt.status("uid-gone", "main") is None and rt.status("uid-gone", "side") is None  # records dropped
     assert (rt.scratch_root / "uid-live" / "main" / "f").read_text() == "here\n"  # another pod keeps its own
     assert rt.status("uid-live", "main") is not None
@@ -123,7 +114,7 @@ def test_sweep_scratch_removes_deleted_pods_dirs_only(tmp_path: Path, host: dict
     assert not os.path.lexists(runtime.scratch_root / "uid-gone")
     assert (runtime.scratch_root / "uid-live" / "main" / "f").exists()
     assert (runtime.scratch_root / "uid-late" / "main" / "f").exists()
-    assert intact(host)
+    assert planted.intact(host)
 
 
 @pytest.mark.parametrize("name", ["..", ".", "a/../b", "", "x\0y", "n" * 256],
@@ -141,7 +132,7 @@ def test_saferm_refuses_odd_names(tmp_path: Path, name: str) -> None:
 def test_saferm_does_not_enter_a_root_that_is_a_symlink(tmp_path: Path, host: dict[str, Path]) -> None:
     os.symlink(host["dir"], tmp_path / "root")
     assert saferm.remove_entries(tmp_path / "root", ["sub", "secret"]) == []
-    assert intact(host)
+    assert planted.intact(host)
 
 
 # -- the reflector: a re-list reports what vanished while the watch was down --------------------------------
@@ -240,7 +231,7 @@ def test_saferm_removes_trees_of_any_depth_without_following_symlinks(tmp_path: 
     root.mkdir()
     _deep(root / "uid-deep", host, depth)
     assert saferm.remove_entries(root, ["uid-deep"]) == ["uid-deep"]
-    assert os.listdir(root) == [] and intact(host)
+    assert os.listdir(root) == [] and planted.intact(host)
 
 
 def test_saferm_deep_walk_itself(tmp_path: Path, host: dict[str, Path]) -> None:
@@ -253,4 +244,4 @@ def test_saferm_deep_walk_itself(tmp_path: Path, host: dict[str, Path]) -> None:
         saferm._rmtree_deep(fd, "t")
     finally:
         os.close(fd)
-    assert os.listdir(root) == [] and intact(host)
+    assert os.listdir(root) == [] and planted.intact(host)
