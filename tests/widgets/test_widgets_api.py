@@ -12,6 +12,7 @@ import time
 import pytest
 from widget_objects import alloc, gpu, proc, state_cm
 
+from mockgpu.control.kubelet.containerlogs import cri_line
 from mockgpu.widgets import ClusterGone, ClusterMap, LabCluster, MemoryView, PodInspector, SubmitPanel, connect
 from mockgpu.widgets.panels import PendingTimeline
 from mockgpu.widgets.submit import Submission, deployment_manifest, job_manifest, pod_manifest
@@ -98,9 +99,11 @@ def test_inspector_reads_the_container_log_through_the_api(lab):
     SubmitPanel(lab.client).submit(Submission("inspect", 1, name="look"))
     _bind(lab, "look", "gpu-1")
     pod = lab.client.get_pod("default", "look")
-    logdir = lab.cluster.state.pod_logs_dir / f"default_look_{pod['metadata']['uid']}"
+    # the kubelet's CRI layout: <ns>_<pod>_<uid>/<container>/<restart>.log, one "<time> stdout F <line>" per line
+    logdir = lab.cluster.state.pod_logs_dir / f"default_look_{pod['metadata']['uid']}" / "main"
     logdir.mkdir(parents=True)
-    (logdir / "main.log").write_text(f"NVIDIA_VISIBLE_DEVICES={G0}\nCUDA_VISIBLE_DEVICES=<unset>\nCUDA devices: 1\n")
+    lines = (f"NVIDIA_VISIBLE_DEVICES={G0}", "CUDA_VISIBLE_DEVICES=<unset>", "CUDA devices: 1")
+    (logdir / "0.log").write_bytes(b"".join(cri_line("stdout", line) for line in lines))
     inspector = PodInspector(lab.client)
     m = inspector.show("look")
     assert m.node == "gpu-1" and m.env == {"NVIDIA_VISIBLE_DEVICES": G0, "CUDA_VISIBLE_DEVICES": "<unset>"}

@@ -81,8 +81,15 @@ def main(argv: list[str]) -> int:
     env = unpack(b"".join(chunks))
     if "PWD" in os.environ:
         env["PWD"] = os.environ["PWD"]
-    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
-        _signal.signal(sig, _signal.SIG_DFL)
+    # a container starts with every signal at its default and none blocked, whatever the kubelet inherited
+    # (Python ignores SIGPIPE and SIGXFSZ; a kubelet started under nohup ignores SIGHUP)
+    for sig in range(1, _signal.NSIG):
+        if sig not in (_signal.SIGKILL, _signal.SIGSTOP):
+            try:
+                _signal.signal(sig, _signal.SIG_DFL)
+            except (OSError, ValueError):  # the real-time signals glibc keeps for itself
+                pass
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     try:
         os.execve(cmd[0], cmd, env)
     except OSError as exc:
