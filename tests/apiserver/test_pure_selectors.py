@@ -58,6 +58,7 @@ FIELD_CASES = [
     ("pods", POD, "status.phase=Running,metadata.namespace=ml", True), ("pods", POD, "status.podIP=10.0.0.5", True),
     ("pods", POD, "status.nominatedNodeName=", True), ("pods", POD, "spec.restartPolicy=Never", True),
     ("Pod", POD, "metadata.name=p", True),
+    ("pods", POD, "=", True), ("configmaps", {"metadata": {"name": "c"}}, "=,metadata.name=c", True),
     ("events", EVENT, "involvedObject.name=p,involvedObject.kind=Pod", True),
     ("events", EVENT, "reason=FailedScheduling,type=Warning", True),
     ("events", EVENT, "source=default-scheduler", True),
@@ -78,7 +79,16 @@ def test_field_selector_matches(resource, obj, text, expected):
     ("nodes", "spec.nodeName=x", "field label not supported: spec.nodeName"),
     ("configmaps", "data.x=1", "field label not supported: data.x"),
     ("pods", "spec.nodeName", "invalid selector: 'spec.nodeName'; can't understand 'spec.nodeName'"),
-], ids=["unknown", "node-has-no-nodeName", "configmap", "no-operator"])
+    ("configmaps", "metadata.name!===", "invalid field selector: unescaped character in value: 61"),
+    ("configmaps", "metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
+    ("pods", "spec.nodeName=x!=y", "invalid field selector: unescaped character in value: 61"),
+    ("pods", "spec.nodeName=a\\", "invalid field selector: invalid escape sequence: \\"),
+    ("pods", "spec.nodeName=a\\q", "invalid field selector: invalid escape sequence: \\q"),
+    ("pods", "zz=1,spec.nodeName=a=b", "invalid field selector: unescaped character in value: 61"),  # sorted first
+    ("pods", "=x", "field label not supported: "),
+], ids=["unknown", "node-has-no-nodeName", "configmap", "no-operator", "bare-equals-after-not-equal",
+        "bare-equals-in-value", "first-operator-wins", "trailing-backslash", "unknown-escape", "terms-sorted",
+        "empty-label"])
 def test_field_selector_errors(resource, text, message):
     with pytest.raises(StatusError) as info:
         parse_field_selector(text, resource)

@@ -110,11 +110,6 @@ NOT_YET: list[Known] = [
                  "serve gets JSON (upstream 406)"),
     Known("status", case=r"names .*in get path.*", detail=_NOT_5XX,
           reason=OPEN_PREFIX + "a stray `%` in a path is read literally (404); Go's URL parser refuses it (400)"),
-    Known("status", case=r"queries .*(limit=9|resourceVersionMatch|fieldSelector|timeoutSeconds|sendInitialEvents|"
-                         r"continue=).*", detail=_NOT_5XX,
-          reason=OPEN_PREFIX + "ListOptions are not all validated as upstream's ValidateListOptions: integer "
-                 "overflow and syntax of limit/timeoutSeconds, resourceVersionMatch rules, sendInitialEvents on a "
-                 "list, fieldSelector escaping"),
     Known("status", case=r"paths .*", detail=_NOT_5XX,
           reason=OPEN_PREFIX + "routing edge cases: an empty namespace segment (upstream lists all namespaces), "
                  "pods/log checks its parameters before the pod, DELETE on pods/exec (405), and `/`, `/apis`, "

@@ -16,7 +16,17 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import access, discovery, eventsv1, fieldvalidation, limits, openapi, protobuf, workloads
+from mockgpu.control.apiserver import (
+    access,
+    discovery,
+    eventsv1,
+    fieldvalidation,
+    limits,
+    listoptions,
+    openapi,
+    protobuf,
+    workloads,
+)
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
@@ -34,7 +44,6 @@ from mockgpu.control.apiserver.request import (
     dry_run_of,
     encode,
     encode_continue,
-    int_param,
     json_response,
     not_found_path,
     parse_path,
@@ -140,10 +149,12 @@ class APIApp:
             raise not_found_path()
         check_namespace_segment(t, verb)
         ns = t.namespace or ""
+        if verb in ("list", "watch", "deletecollection"):
+            opts = listoptions.decode(q, verb == "watch")
         if verb == "watch":
-            return await serve_watch(request, self, t.info, t.namespace, t.name)
+            return await serve_watch(request, self, t.info, opts, t.namespace, t.name)
         if verb == "list":
-            return self._list(request, t.info, t.namespace)
+            return self._list(request, t.info, opts, t.namespace)
         if t.sub == "scale":
             return await self._scale(request, t, verb)
         if verb == "get":
@@ -329,11 +340,12 @@ class APIApp:
         matches = self.matcher(q, info)
         return [o for o in self.store.list(info.plural, ns) if matches(o)]
 
-    def _list(self, request: web.Request, info: ResourceInfo, ns: str | None) -> web.Response:
+    def _list(self, request: web.Request, info: ResourceInfo, opts: listoptions.ListOptions,
+              ns: str | None) -> web.Response:
         q = request.query
         rv = self._check_list_rv(q)
         items = self.select(q, info, ns)
-        limit = int_param(q, "limit")
+        limit = opts.limit
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         token = q.get("continue")
         if token:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation, limits, names, protobuf
+from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
@@ -202,7 +202,7 @@ def int_param(q: Any, name: str) -> int | None:
 
 def verb_of(method: str, t: Target, q: Any) -> str:
     collection = t.name is None
-    if t.watch or (method == "GET" and q.get("watch") in TRUE):
+    if t.watch or (method == "GET" and listoptions.go_bool(q.get("watch"))):
         if method != "GET":
             raise st.method_not_allowed(method, t.info.kind)
         return "watch"

@@ -295,24 +295,31 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
 
 
 def _unescape(value: str) -> str:
+    r"""fields.UnescapeValue: ``\\``, ``\,`` and ``\=`` are the only escapes; a bare ``,`` or ``=`` is an error."""
     out, i = "", 0
     while i < len(value):
-        if value[i] == "\\" and i + 1 < len(value):
+        c = value[i]
+        if c == "\\":
+            if i + 1 == len(value):
+                raise ValueError("invalid field selector: invalid escape sequence: \\")
             if value[i + 1] not in "\\,=":
                 raise ValueError(f"invalid field selector: invalid escape sequence: \\{value[i + 1]}")
             out += value[i + 1]
             i += 2
-        else:
-            out += value[i]
-            i += 1
+            continue
+        if c in ",=":
+            raise ValueError(f"invalid field selector: unescaped character in value: {ord(c)}")
+        out += c
+        i += 1
     return out
 
 
 def _split_term(text: str, term: str) -> tuple[str, str, str]:
-    for op_text, op in (("!=", "!="), ("==", "="), ("=", "=")):
-        if op_text in term:
-            field, value = term.split(op_text, 1)
-            return field, op, value
+    """fields' splitTerm: the first position where ``!=``, ``==`` or ``=`` starts splits the term."""
+    for i in range(len(term)):
+        for op_text, op in (("!=", "!="), ("==", "="), ("=", "=")):
+            if term.startswith(op_text, i):
+                return term[:i], op, term[i + len(op_text):]
     raise ValueError(f"invalid selector: '{text}'; can't understand '{term}'")
 
 
@@ -324,14 +331,18 @@ def parse_field_selector(text: str | None, resource: str) -> FieldSelector:
     supported = FIELD_LABELS.get(resource, _META)
     reqs = []
     try:
-        for term in _split_unescaped(text, ","):
+        terms = []
+        for term in sorted(_split_unescaped(text, ",")):  # upstream sorts the terms before it reads them
             if not term:
                 continue
             field, op, value = _split_term(text, term)
-            field = _unescape(field)
+            terms.append((field, op, _unescape(value)))
+        for field, op, value in terms:
+            if not field and not value:  # "=" alone selects everything upstream (hasTerm.Transform)
+                continue
             if field not in supported:
                 raise ValueError(f"field label not supported: {field}")
-            reqs.append(FieldRequirement(field, op, _unescape(value), supported[field]))
+            reqs.append(FieldRequirement(field, op, value, supported[field]))
     except ValueError as exc:
         raise bad_request(str(exc)) from None
     return FieldSelector(tuple(reqs))

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockgpu.control.apiserver.listoptions import ListOptions
+from mockgpu.control.apiserver.request import encode, wants_table
 from mockgpu.control.apiserver.status import too_old_resource_version
 from mockgpu.control.apiserver.store import Event, Obj, Store
 
@@ -180,7 +182,8 @@ def bookmark(kind: str, api_version: str, rv: int, annotations: dict[str, Any] |
 DEFAULT_TIMEOUT_S = 1800  # kube-apiserver's --min-request-timeout
 
 
-async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, name: str | None = None) -> Any:
+async def serve_watch(request: Any, app: Any, info: Any, opts: ListOptions, namespace: str | None,
+                      name: str | None = None) -> Any:
     """``?watch=true``: a chunked stream of ``{"type", "object"}`` JSON lines, upstream's semantics:
     resourceVersion unset or "0" → the current objects as ADDED first; N → every change after N (an ERROR
     event with a 410 Status when N is older than the retained history); bookmarks when allowed;
@@ -188,7 +191,6 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
     ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
     from aiohttp import HttpVersion11, web
 
-    from mockgpu.control.apiserver.request import TRUE, encode, int_param, wants_table
     from mockgpu.control.apiserver.status import StatusError, bad_request
 
     q = request.query
@@ -199,9 +201,9 @@ async def serve_watch(request: Any, app: Any, info: Any, namespace: str | None, 
         return (name is None or obj["metadata"]["name"] == name) and selected(obj)
 
     given = q.get("resourceVersion", "")
-    send_initial = q.get("sendInitialEvents") in TRUE
-    bookmarks = q.get("allowWatchBookmarks") in TRUE
-    timeout = int_param(q, "timeoutSeconds")
+    send_initial = bool(opts.send_initial_events)
+    bookmarks = opts.allow_bookmarks
+    timeout = opts.timeout_seconds
     if timeout is None or timeout < 0:
         timeout = DEFAULT_TIMEOUT_S
     table = wants_table(request.headers.get("Accept", ""))
