@@ -11,7 +11,8 @@ import pytest
 from mockgpu.gpu.catalog import get_model
 from mockgpu.gpu.mig import MigLayoutError, gi_id_for, place_layout
 
-REFERENCE = Path(__file__).resolve().parents[2] / "mockgpu" / "gpu" / "data" / "mig-profiles.json"  # copied in, attributed
+# the project's MIG reference, copied into the package with its attribution
+REFERENCE = Path(__file__).resolve().parents[2] / "mockgpu" / "gpu" / "data" / "mig-profiles.json"
 
 VALID = [  # model, layout, expected (profile, start) in mig_index order
     ("A100-SXM4-80GB", {"1g.10gb": 7}, [("1g.10gb", s) for s in (4, 5, 6, 0, 1, 2, 3)]),
