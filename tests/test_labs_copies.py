@@ -293,3 +293,21 @@ def test_lab_markdown_has_no_dollar_pairs(path):
     else:
         cells = [c.source for c in _nb(path).cells if c.cell_type == "markdown"]
     assert not [pair for source in cells for pair in math_pairs(source)]
+
+
+# ---- a learner's Run All on the blank copies ----------------------------------------------------------------
+
+@labs
+def test_learner_copy_runs_to_the_end_with_blank_answers(solution, tmp_path, monkeypatch):
+    """Run All on the learner's copy, answers untouched: no cell fails, each check says what to fill in,
+    none says Correct. (A learner who has not answered yet must still see the rest of the lab run.)"""
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[lab]')")
+    monkeypatch.setenv("MOCKGPU_HOME", str(tmp_path / "home"))  # the lab's cluster, away from the learner's
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    path = labcopies.learner_path(solution)
+    nb = _nb(path)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    text = "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert text.count("is still None: set it to") == len(_answers(_nb(solution)))
+    assert exercise.CORRECT not in text and exercise.NOT_QUITE not in text
