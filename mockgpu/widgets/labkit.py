@@ -387,6 +387,16 @@ class LabCluster:
         for dep in self.client.list_deployments(namespace, LAB_LABEL):
             self.client.delete_deployment(dep["metadata"]["namespace"], dep["metadata"]["name"])
 
+    def summary(self) -> str:
+        """One line for a lab's last cell: what is up, and how it goes away."""
+        if self.external:
+            return (f"the lab ran on the cluster of $MOCKGPU_KUBECONFIG; lab.close() deletes the pods, Jobs and "
+                    f"Deployments it created")
+        if self.cluster is None:
+            return f"cluster {self.name} is deleted"
+        return (f"cluster {self.name} is up ({len(self.spec_nodes())} nodes): the live widgets keep following it. "
+                f"It is deleted when this notebook's kernel stops; lab.close() deletes it now.")
+
     def close(self) -> None:
         """Stop the widgets following this cluster and delete it (an external one: delete the lab's pods).
         Runs by itself when the kernel stops; a lab's last cell does not call it, so the cluster outlives
