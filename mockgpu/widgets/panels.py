@@ -48,6 +48,9 @@ class Frozen:
         self.html = html
         self.caption = caption
 
+    def __repr__(self) -> str:
+        return "a snapshot of a mockgpu widget (HTML)"
+
     def _repr_html_(self) -> str:
         return f'<div class="mockgpu-frozen">{caption_html(self.caption, "#6b7280")}{self.html}</div>'
 
@@ -58,6 +61,7 @@ def with_fallback(widget: w.Widget, html: str, **kw: Any) -> Any:
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     if isinstance(data, dict):
         data["text/html"] = html
+        data["text/plain"] = "a mockgpu widget (HTML picture above; live once the lab runs)"
     return bundle
 
 
@@ -116,6 +120,8 @@ class Panel:
         return self.html.value
 
     def _repr_mimebundle_(self, **kw: Any) -> Any:
+        if not self.html.value:
+            self.refresh()  # never shown empty, and the stored picture is the cluster at this cell
         if self.live:
             self.watch()
         return with_fallback(self.widget, caption_html(self.caption, "#065f46") + self.picture(), **kw)
