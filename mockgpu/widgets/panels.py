@@ -226,13 +226,14 @@ class SubmitPanel(Panel):
         self.widget = w.VBox([self.caption_widget, w.HBox([self.scenario, self.gpus]),
                               w.HBox([self.resource, self.scheduler]), w.HBox([self.name, self.button]), self.html])
         self.last: str | None = None  # the key of the pod this panel submitted (its status is re-read)
+        self.refused: Outcome | None = None  # the last submission the API refused (there is no pod to re-read)
 
     def model(self, snap: Snapshot) -> Outcome | None:
         current = self.resource.value
         self.resource.options = resource_choices(snap.nodes)
         if current in self.resource.options:
             self.resource.value = current
-        return outcome(snap, self.last) if self.last else None
+        return outcome(snap, self.last) if self.last else self.refused
 
     def render(self, model: Outcome | None) -> str:
         if model is None:
@@ -265,12 +266,13 @@ class SubmitPanel(Panel):
             result = Outcome("refused", f"{s.namespace}/{manifest['metadata']['name']}",
                              f"the API server refused the pod ({exc.code} {exc.reason}): {exc}")
             with self._lock:
+                self.last, self.refused = None, result
                 self.html.value = self.render(result)
             return result
         except MockgpuError as exc:
             self.html.value = render.error_html(str(exc))
             return None
-        self.last = pod_key(created)
+        self.last, self.refused = pod_key(created), None
         return wait_for(self.refresh, lambda o: o is not None and o.kind != "waiting", wait)
 
 

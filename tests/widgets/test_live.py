@@ -172,3 +172,11 @@ def test_a_lab_cluster_outlives_its_cells_and_goes_with_the_kernel(tmp_path):
     finally:
         if km.is_alive():
             km.shutdown_kernel(now=True)
+
+
+def test_a_refused_submission_stays_on_the_live_panel(lab):
+    panel = SubmitPanel(lab.client)
+    result = panel.submit(Submission("inspect", "0.5", name="half"))
+    assert result.kind == "refused"
+    panel.refresh()  # what the live redraw does
+    assert "refused" in panel.html.value
