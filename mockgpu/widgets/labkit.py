@@ -390,8 +390,8 @@ class LabCluster:
     def summary(self) -> str:
         """One line for a lab's last cell: what is up, and how it goes away."""
         if self.external:
-            return (f"the lab ran on the cluster of $MOCKGPU_KUBECONFIG; lab.close() deletes the pods, Jobs and "
-                    f"Deployments it created")
+            return ("the lab ran on the cluster of $MOCKGPU_KUBECONFIG; lab.close() deletes the pods, Jobs and "
+                    "Deployments it created")
         if self.cluster is None:
             return f"cluster {self.name} is deleted"
         return (f"cluster {self.name} is up ({len(self.spec_nodes())} nodes): the live widgets keep following it. "
