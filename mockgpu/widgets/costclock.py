@@ -46,11 +46,12 @@ def cost_chart_png(idle_gpus: int, usd_per_gpu_hour: float, minutes: int = 60, m
     ax.plot(xs, [cost_usd(idle_gpus, m * 60, usd_per_gpu_hour) for m in xs], color="#b91c1c")
     mark = cost_usd(idle_gpus, mark_min * 60, usd_per_gpu_hour)
     ax.axvline(mark_min, color="#6b7280", linestyle="--", linewidth=1)
-    ax.annotate(f"{mark_min:g} min: ${mark:.2f}", (mark_min, mark), xytext=(6, 8), textcoords="offset points")
+    ax.annotate(f"{mark_min:g} min: \\${mark:.2f}", (mark_min, mark), xytext=(8, -16), textcoords="offset points")
     if now_s is not None and now_s / 60 <= minutes:
         ax.plot([now_s / 60], [cost_usd(idle_gpus, now_s, usd_per_gpu_hour)], "o", color="#2563eb")
     end = cost_usd(idle_gpus, minutes * 60, usd_per_gpu_hour)
-    ax.set_title(f"{idle_gpus} idle GPUs x ${usd_per_gpu_hour:.4f}/GPU-hour: ${end:.2f} after {minutes} min",
+    # \$: a plain dollar sign, not matplotlib's mathtext
+    ax.set_title(f"{idle_gpus} idle GPUs x \\${usd_per_gpu_hour:.4f}/GPU-hour: \\${end:.2f} after {minutes} min",
                  fontsize=9)
     ax.set_xlabel("wait (minutes)")
     ax.set_ylabel("idle GPU cost (USD)")

@@ -7,7 +7,6 @@ their stored outputs, so everything checked here was produced by this run.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -18,13 +17,11 @@ import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
 
-from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
+from labpage import docs_screenshot, open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
 from labserver import LABS, artifacts_dir  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-# curated screenshots for the README, rewritten only with MOCKGPU_UPDATE_SCREENSHOTS=1
-SCREENSHOTS = LABS.parent / "docs" / "screenshots"
 
 
 @dataclass(frozen=True)
@@ -35,13 +32,6 @@ class LabCase:
     def notebook(self) -> str | None:
         found = sorted((LABS / "solutions").glob(self.pattern))
         return found[0].name if found else None
-
-
-def docs_screenshot(locator, name: str) -> None:
-    """Refresh a README screenshot from what this run drew (only when MOCKGPU_UPDATE_SCREENSHOTS=1)."""
-    if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        locator.screenshot(path=str(SCREENSHOTS / name))
 
 
 def chips_outside_their_tile(cmap) -> list[str]:
@@ -81,7 +71,8 @@ def check_lab01(page) -> None:
     clock = page.locator(".jp-OutputArea-output .mockgpu-costclock").first
     expect(clock).to_contain_text("8 idle GPUs")
     docs_screenshot(workers, "cluster-map.png")
-    docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox", has=clock).first, "lab01-cost-clock.png")
+    docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(".mockgpu-costclock")).first,
+                    "lab01-cost-clock.png")
     assert not chips_outside_their_tile(workers)  # a chip once spilled out of its tile (fixed in render.py)
 
 
@@ -151,7 +142,8 @@ def check_lab07(page) -> None:
                              "r.parentElement.getBoundingClientRect().right + 1")
     expect(memory.locator(".mockgpu-oom").first).to_be_visible()
     docs_screenshot(memory, "oom-blast-radius.png")
-    docs_screenshot(page.locator(".jp-OutputArea-output .mockgpu-clustermap", has=restarts).first,
+    docs_screenshot(page.locator(".jp-OutputArea-output .mockgpu-clustermap",
+                                 has=page.locator(".mockgpu-restarts")).last,
                     "lab07-restarts.png")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
 
-from labpage import open_notebook, run_all_cells  # noqa: E402
+from labpage import docs_screenshot, open_notebook, run_all_cells  # noqa: E402
 from labserver import LABS, artifacts_dir  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
@@ -50,7 +50,9 @@ def test_lab01_learner_copy_shows_pictures_then_follows_a_submitted_pod(stored_l
         text = outputs_text(page)
         assert not [r for r in RAW if r in text], [r for r in RAW if r in text]
         expect(page.locator(".jp-OutputArea-output .mockgpu-submit")).to_be_visible()  # the panel's picture
-        page.screenshot(path=str(artifacts_dir() / "lab01-first-open.png"), full_page=True)
+        maps.nth(1).scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts_dir() / "lab01-first-open.png"))
+        docs_screenshot(maps.nth(1), "lab01-first-open-picture.png")  # as stored, nothing run
 
         run_all_cells(page)
         # the submit panel (a live widget) once its cell ran; exercise cells a learner has not filled in may
@@ -78,6 +80,7 @@ def test_lab01_learner_copy_shows_pictures_then_follows_a_submitted_pod(stored_l
         assert page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").all_inner_texts() == prompts
         print(f"the submitted pod was drawn in the live map {seconds:.1f} s after the click")
         live.screenshot(path=str(artifacts_dir() / "lab01-live-map-after-submit.png"))
+        docs_screenshot(live, "lab01-live-map-after-submit.png")
     finally:
         page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}-learner.png"), full_page=True)
         stored_lab_server.shutdown_kernels()
