@@ -178,11 +178,11 @@ def cheapest_plan(available: Mapping[tuple[str, str], Offer]) -> tuple[float, di
 
 def offer_table(available: Mapping[tuple[str, str], Offer]) -> str:
     """What the cluster offers, one line per (pool, resource): the facts a plan is made of."""
-    lines = [f"{'pool':<9}{'resource':<24}{'kind':<21}{'per node':<14}{'memory/unit':>12}{'$/unit-hour':>12}"]
+    lines = [f"{'pool':<9}{'resource':<24}{'kind':<21}{'per node':<10}{'memory/unit':>20}{'$/unit-hour':>13}"]
     for o in sorted(available.values(), key=lambda o: (o.pool, o.resource)):
         per_node = " + ".join(str(n) for _, n in o.per_node)
         memory = f"{o.memory_mib} MiB" + (" (shared)" if o.kind == SHARED else "")
-        lines.append(f"{o.pool:<9}{o.resource:<24}{o.kind:<21}{per_node:<14}{memory:>12}  {o.usd_per_hour:>9.4f}")
+        lines.append(f"{o.pool:<9}{o.resource:<24}{o.kind:<21}{per_node:<10}{memory:>20}{o.usd_per_hour:>13.4f}")
     return "\n".join(lines)
 
 
