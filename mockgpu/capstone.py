@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mockgpu.gpu.catalog import get_model
+from mockgpu.widgets.clustermap import cluster_map
 from mockgpu.widgets.labkit import LabCluster
 from mockgpu.widgets.snapshot import (
     Obj,
@@ -266,6 +267,17 @@ def _settled(lab: LabCluster) -> dict[str, list[tuple[Obj, str]]]:
     return lab.eventually(read, done, timeout=45)
 
 
+def _published(lab: LabCluster, state: dict[str, list[tuple[Obj, str]]]) -> None:
+    """Wait until the nodes' published GPU state (what the cluster map draws, about once a second) shows the
+    memory the pods loaded, so a map drawn after the check shows it too."""
+    loaded = sum(w.units * w.memory_gib * GIB for w in WORKLOADS for _, log in state[w.key] if _loaded(log, w))
+
+    def shown() -> int:
+        return sum(g.memory_used_mib for n in cluster_map(lab.client.snapshot()).nodes for g in n.gpus)
+
+    lab.eventually(shown, lambda used: used >= loaded, timeout=10)
+
+
 def _cost_of(pods: list[tuple[Obj, str]], w: Workload, offer: Offer) -> float:
     return offer.usd_per_hour * w.units * len(pods)
 
@@ -297,6 +309,7 @@ def check(lab: LabCluster, plan: Mapping[str, object]) -> Verdict:
             return _not_quite(f"{len(failed)} of the {w.pods} {w.key} pods died: out of GPU memory. Each loads "
                               f"{w.memory_gib} GiB per device, and a unit of {offer.resource} has "
                               f"{offer.memory_mib} MiB.")
+    _published(lab, state)
     cost = sum(_cost_of(state[w.key], w, parsed[w.key]) for w in WORKLOADS)
     best = cheapest_plan(available)
     assert best is not None, "the capstone cluster has no plan that fits"

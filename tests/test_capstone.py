@@ -7,6 +7,7 @@ import pytest
 
 from mockgpu import capstone
 from mockgpu.widgets import LabCluster
+from mockgpu.widgets.clustermap import cluster_map
 from mockgpu.widgets.timeline import USD_PER_GPU_HOUR
 
 GOOD = {"training": ("a100-40", "nvidia.com/gpu"), "inference": ("mig", "nvidia.com/mig-2g.20gb"),
@@ -56,6 +57,10 @@ def test_the_cheapest_plan_passes_on_the_live_cluster(lab):
     lines = capstone.placements(lab)
     assert lines.count("inference: mig-0, 1 x nvidia.com/mig-2g.20gb") == 3
     assert "training: a100-40-0, 4 x nvidia.com/gpu" in lines
+    # the check returns once the nodes have published the memory the pods loaded: a map drawn now shows it
+    used = {(n.name, g.index): g.memory_used_mib for n in cluster_map(lab.client.snapshot()).nodes for g in n.gpus}
+    assert used[("mig-0", 0)] == 3 * 18 * 1024 and used[("shared-0", 0)] + used[("shared-0", 1)] == 4 * 12 * 1024
+    assert [used[("a100-40-0", i)] for i in range(4)] == [30 * 1024] * 4
 
 
 WRONG = [
