@@ -4,15 +4,17 @@ The learner writes a *plan*: for each workload a ``(pool, resource)`` pair (whic
 the ``mockgpu.io/pool`` node label, and which extended resource each of its pods asks for). ``check`` runs
 the plan on the live cluster through the Kubernetes API (a Job for the training, Deployments for the
 inference service and the notebooks), waits until every pod is placed and has loaded its memory (or has
-not), and prices what the pods hold. It answers ``Correct`` only when everything runs at the lowest cost
-this cluster allows; otherwise a hint that names the problem (Pending, out of memory, shared memory where
-isolation is required, paying more than needed) but never the pool or resource to use.
+not), and prices what the pods hold. Each workload gets an ``Outcome``: right, or a hint that names the
+problem (Pending, out of memory, shared memory where isolation is required, paying more than needed) but
+never the pool or resource to use. The plan is right when every workload is, which is when it runs at the
+lowest cost this cluster allows (its cheapest plan is unique).
 
 Prices: per GPU-hour, the pending timeline's AWS on-demand list prices (``mockgpu.widgets.timeline``). A
 whole GPU costs its price; a MIG instance the share of the card's memory slices it blocks (a ``2g.20gb``
 blocks 2 of 8); a time-sliced replica ``1 / replicas`` of its GPU (what chargeback on a shared cluster
 bills). The lowest cost is found by trying every plan against what the nodes advertise
-(``cheapest_plan``), not stored.
+(``cheapest_plan``), not stored. Simplified: a workload is judged against the cheapest plan's unit for it,
+which is right only while the cheapest plan is unique (it is on ``clusters/capstone.yaml``).
 """
 
 from __future__ import annotations
@@ -188,45 +190,75 @@ def offer_table(available: Mapping[tuple[str, str], Offer]) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Outcome:
+    """How one workload of the plan did: ``right`` says why when it is right, ``hint`` what is wrong when it is
+    not (never the pool or resource of the cheapest plan)."""
+
     ok: bool
-    message: str
-    cost: float | None = None  # USD per hour of what runs, when everything runs
+    right: str = ""
+    hint: str = ""
+    cost: float | None = None  # USD per hour of its pods, when they all run
+
+
+@dataclass(frozen=True)
+class Report:
+    """The check of a whole plan: one outcome per workload, and the lowest cost the cluster allows."""
+
+    outcomes: Mapping[str, Outcome]
+    lowest: float
+    cheapest: Mapping[str, tuple[str, str]]  # the cheapest plan's pairs (for the grader's leak guard only)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes.values())
+
+    @property
+    def cost(self) -> float | None:
+        costs = [o.cost for o in self.outcomes.values()]
+        return None if any(c is None for c in costs) else sum(costs)
+
+    def summary(self) -> str:
+        """One line on the whole bill."""
+        if self.cost is None:
+            return (f"Not everything runs yet. The lowest cost at which this cluster runs all three is "
+                    f"${self.lowest:.2f} per hour.")
+        if self.ok:
+            return f"All three run, at ${self.cost:.2f} per hour: the lowest this cluster allows."
+        return (f"All three run, at ${self.cost:.2f} per hour; this cluster can run them for "
+                f"${self.lowest:.2f} per hour.")
 
     def __str__(self) -> str:
-        return self.message
+        lines = [f"{k}: " + (f"Correct: {o.right}" if o.ok else f"Not quite: {o.hint}")
+                 for k, o in self.outcomes.items()]
+        return "\n".join([*lines, self.summary()])
 
 
-def _not_quite(text: str) -> Verdict:
-    return Verdict(False, f"Not quite: {text}")
+RIGHT = {
+    "training": "4 whole GPUs on one node, each with room for 30 GiB, at the lowest price that has them.",
+    "inference": "isolated units that hold 18 GiB, enough of them, at the lowest price.",
+    "notebooks": "shared units that hold 12 GiB, the cheapest there are enough of.",
+}
 
 
-def _parse(plan: Mapping[str, object], available: Mapping[tuple[str, str], Offer]) -> dict[str, Offer] | Verdict:
+def _parse_one(w: Workload, value: object, available: Mapping[tuple[str, str], Offer]) -> Offer | str:
+    """The offer a plan's pair names, or a hint why it names none (or breaks a rule of the task)."""
+    if value is None:
+        return f"{w.key.upper()} is still None: set it to a (pool, resource) pair from the table above."
+    if not (isinstance(value, tuple | list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        return f"{w.key.upper()} should be a pair of strings, (pool, resource)."
+    pool, resource = value
     pools = sorted({p for p, _ in available})
-    parsed: dict[str, Offer] = {}
-    for w in WORKLOADS:
-        value = plan.get(w.key)
-        name = w.key.upper()
-        if value is None:
-            return _not_quite(f"fill in {name}: a (pool, resource) pair, e.g. (\"pool\", \"nvidia.com/...\"), "
-                              f"taken from the table of what the cluster offers.")
-        if not (isinstance(value, tuple | list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
-            return _not_quite(f"{name} is {value!r}; it should be a pair of strings (pool, resource).")
-        pool, resource = value
-        if pool not in pools:
-            return _not_quite(f"{name}: there is no pool {pool!r}; the pools are {', '.join(pools)}.")
-        offer = available.get((pool, resource))
-        if offer is None:
-            has = ", ".join(r for p, r in sorted(available) if p == pool)
-            return _not_quite(f"{name}: pool {pool!r} does not advertise {resource!r}; it advertises {has}.")
-        broken = rule_broken(w, offer)  # memory is left to the live run: the pod dies out of memory
-        if broken is not None:
-            return _not_quite(broken + ".")
-        parsed[w.key] = offer
-    return parsed
+    if pool not in pools:
+        return f"there is no pool {pool!r}; the pools are {', '.join(pools)}."
+    offer = available.get((pool, resource))
+    if offer is None:
+        return f"pool {pool!r} does not advertise {resource!r} (the table above lists what each pool advertises)."
+    broken = rule_broken(w, offer)  # memory is left to the live run: the pod dies out of memory
+    return broken + "." if broken is not None else offer
 
 
 def _submit(lab: LabCluster, w: Workload, offer: Offer) -> None:
+    assert lab.client is not None
     sub = Submission("train", w.units, offer.resource, name=w.key, args=w.args(),
                      node_selector=((POOL_LABEL, offer.pool),))
     if w.kind == "Job":
@@ -243,22 +275,19 @@ def _failed(pod: Obj, log: str) -> bool:
     return restart_count(pod) > 0 or pod_phase(pod) == "Failed" or "out of memory" in log
 
 
-def _settled(lab: LabCluster) -> dict[str, list[tuple[Obj, str]]]:
-    """Each workload's pods with their logs, once every pod is Pending for good, loaded, or failed."""
+def _settled(lab: LabCluster, running: list[Workload]) -> dict[str, list[tuple[Obj, str]]]:
+    """Each submitted workload's pods with their logs, once every pod is Pending for good, loaded, or failed."""
+    assert lab.client is not None
+
     def read() -> dict[str, list[tuple[Obj, str]]]:
-        out = {}
-        for w in WORKLOADS:
-            pods = lab.pods_of(w.kind, w.key)
-            out[w.key] = [(p, lab.client.pod_log("default", p["metadata"]["name"]) if p["spec"].get("nodeName")
-                           else "") for p in pods]
-        return out
+        return {w.key: [(p, lab.client.pod_log("default", p["metadata"]["name"]) if p["spec"].get("nodeName")
+                         else "") for p in lab.pods_of(w.kind, w.key)] for w in running}
 
     def done(state: dict[str, list[tuple[Obj, str]]]) -> bool:
-        for w in WORKLOADS:
-            pods = state[w.key]
-            if len(pods) != w.pods:
+        for w in running:
+            if len(state[w.key]) != w.pods:
                 return False
-            for pod, log in pods:
+            for pod, log in state[w.key]:
                 unschedulable = (condition(pod, "PodScheduled") or {}).get("reason") == "Unschedulable"
                 if not (unschedulable or _loaded(log, w) or _failed(pod, log)):
                     return False
@@ -267,10 +296,12 @@ def _settled(lab: LabCluster) -> dict[str, list[tuple[Obj, str]]]:
     return lab.eventually(read, done, timeout=45)
 
 
-def _published(lab: LabCluster, state: dict[str, list[tuple[Obj, str]]]) -> None:
+def _published(lab: LabCluster, state: Mapping[str, list[tuple[Obj, str]]]) -> None:
     """Wait until the nodes' published GPU state (what the cluster map draws, about once a second) shows the
     memory the pods loaded, so a map drawn after the check shows it too."""
-    loaded = sum(w.units * w.memory_gib * GIB for w in WORKLOADS for _, log in state[w.key] if _loaded(log, w))
+    assert lab.client is not None
+    loaded = sum(BY_KEY[k].units * BY_KEY[k].memory_gib * GIB for k, pods in state.items()
+                 for _, log in pods if _loaded(log, BY_KEY[k]))
 
     def shown() -> int:
         return sum(g.memory_used_mib for n in cluster_map(lab.client.snapshot()).nodes for g in n.gpus)
@@ -278,53 +309,54 @@ def _published(lab: LabCluster, state: dict[str, list[tuple[Obj, str]]]) -> None
     lab.eventually(shown, lambda used: used >= loaded, timeout=10)
 
 
-def _cost_of(pods: list[tuple[Obj, str]], w: Workload, offer: Offer) -> float:
-    return offer.usd_per_hour * w.units * len(pods)
+def _judge(w: Workload, offer: Offer, pods: list[tuple[Obj, str]], best: Offer) -> Outcome:
+    """A submitted workload's outcome from its pods: Pending, out of memory, dearer than needed, or right."""
+    pending = [p for p, _ in pods if not p["spec"].get("nodeName")]
+    if pending:
+        message = (condition(pending[0], "PodScheduled") or {}).get("message", "").split(" preemption:")[0]
+        who = (f"the {w.key} job's pod is" if w.kind == "Job"
+               else f"{len(pending)} of the {w.pods} {w.key} pods {'is' if len(pending) == 1 else 'are'}")
+        return Outcome(False, hint=f"{who} Pending: {message} A pod's devices all come from one node, and a pool "
+                                   f"has only what its nodes advertise (labs 01 and 06).")
+    failed = [p for p, log in pods if _failed(p, log)]
+    if failed:
+        return Outcome(False, hint=f"{len(failed)} of the {w.pods} {w.key} pods died: out of GPU memory. Each "
+                                   f"loads {w.memory_gib} GiB per device, and a unit of {offer.resource} has "
+                                   f"{offer.memory_mib} MiB.")
+    cost = offer.usd_per_hour * w.units * len(pods)
+    if offer.usd_per_hour > best.usd_per_hour + 1e-9:
+        its = "its pod runs" if len(pods) == 1 else f"its {len(pods)} pods run"
+        return Outcome(False, hint=f"{its}, at ${cost:.2f} per hour, but this cluster can run "
+                                   f"{'it' if len(pods) == 1 else 'them'} for less. Compare the memory and the price "
+                                   f"of each unit.", cost=cost)
+    return Outcome(True, right=RIGHT[w.key], cost=cost)
 
 
-def check(lab: LabCluster, plan: Mapping[str, object]) -> Verdict:
+def check(lab: LabCluster, plan: Mapping[str, object]) -> Report:
     """Run ``plan`` ({"training": (pool, resource), "inference": ..., "notebooks": ...}) on the lab's live
-    cluster and grade it. Earlier capstone workloads are deleted first; the plan's stay running."""
+    cluster and grade each workload. Earlier capstone workloads are deleted first; a pair that names nothing
+    the cluster offers, or breaks a rule of the task, is not run; the others' pods stay running."""
     assert lab.client is not None
     available = offers(lab.client.snapshot().nodes)
-    parsed = _parse(plan, available)
-    if isinstance(parsed, Verdict):
-        return parsed
-    lab.clear()
-    for w in WORKLOADS:
-        _submit(lab, w, parsed[w.key])
-    state = _settled(lab)
-    for w in WORKLOADS:
-        pods = state[w.key]
-        pending = [p for p, _ in pods if not p["spec"].get("nodeName")]
-        if pending:
-            message = (condition(pending[0], "PodScheduled") or {}).get("message", "").split(" preemption:")[0]
-            who = (f"the {w.key} job's pod is" if w.kind == "Job"
-                   else f"{len(pending)} of the {w.pods} {w.key} pods {'is' if len(pending) == 1 else 'are'}")
-            return _not_quite(f"{who} Pending: {message} A pod's devices all come from one node, and a pool "
-                              f"has only what its nodes advertise (labs 01 and 06).")
-        failed = [p for p, log in pods if _failed(p, log)]
-        if failed:
-            offer = parsed[w.key]
-            return _not_quite(f"{len(failed)} of the {w.pods} {w.key} pods died: out of GPU memory. Each loads "
-                              f"{w.memory_gib} GiB per device, and a unit of {offer.resource} has "
-                              f"{offer.memory_mib} MiB.")
-    _published(lab, state)
-    cost = sum(_cost_of(state[w.key], w, parsed[w.key]) for w in WORKLOADS)
     best = cheapest_plan(available)
     assert best is not None, "the capstone cluster has no plan that fits"
     lowest, best_plan = best
-    if cost <= lowest + 1e-6:
-        return Verdict(True, f"Correct: everything runs, at ${cost:.2f} per hour, the lowest cost this cluster "
-                             f"allows.", cost)
-    dearer = [w.key for w in WORKLOADS if parsed[w.key].usd_per_hour > best_plan[w.key].usd_per_hour + 1e-9]
-    return Verdict(False, f"Not quite: everything runs, at ${cost:.2f} per hour, but this cluster can run the "
-                          f"three for ${lowest:.2f}. Paying more than it needs to: {', '.join(dearer)}. "
-                          f"Look at the memory and the price of each unit.", cost)
+    parsed = {w.key: _parse_one(w, plan.get(w.key), available) for w in WORKLOADS}
+    outcomes: dict[str, Outcome] = {k: Outcome(False, hint=v) for k, v in parsed.items() if isinstance(v, str)}
+    running = [w for w in WORKLOADS if isinstance(parsed[w.key], Offer)]
+    lab.clear()
+    for w in running:
+        _submit(lab, w, parsed[w.key])
+    state = _settled(lab, running)
+    _published(lab, state)
+    for w in running:
+        outcomes[w.key] = _judge(w, parsed[w.key], state[w.key], best_plan[w.key])
+    return Report({w.key: outcomes[w.key] for w in WORKLOADS}, lowest,
+                  {k: (o.pool, o.resource) for k, o in best_plan.items()})
 
 
 def placements(lab: LabCluster) -> list[str]:
-    """One line per running capstone pod: workload, node, resource (for the lab's printout)."""
+    """One line per capstone pod: workload, node (or Pending), resource (for the lab's printout)."""
     assert lab.client is not None
     lines = []
     for w in WORKLOADS:
@@ -335,6 +367,5 @@ def placements(lab: LabCluster) -> list[str]:
     return lines
 
 
-__all__ = ["BY_KEY", "MIG", "SHARED", "WHOLE", "WORKLOADS", "Offer", "Verdict", "Workload",
-           "check", "cheapest_plan", "offer_table", "offers", "placements", "plan_cost", "rule_broken",
-           "unsuited"]
+__all__ = ["BY_KEY", "MIG", "SHARED", "WHOLE", "WORKLOADS", "Offer", "Outcome", "Report", "Workload", "check",
+           "cheapest_plan", "offer_table", "offers", "placements", "plan_cost", "rule_broken", "unsuited"]
