@@ -29,7 +29,8 @@ def test_capstone_checks_the_plan_and_draws_it(lab_server, page):
         run_all_cells(page)
         wait_until_all_ran(page)
         text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
-        assert "Correct: everything runs, at $16.98 per hour" in text, text[-2000:]
+        assert "All three run, at $16.98 per hour: the lowest this cluster allows." in text, text[-2000:]
+        assert text.count("Correct: ") == 3 and "Not quite" not in text
         maps = page.locator(".jp-OutputArea-output .mockgpu-clustermap")
         expect(maps).to_have_count(2, timeout=30_000)
         planned = maps.nth(1)
