@@ -217,6 +217,15 @@ class Report:
         costs = [o.cost for o in self.outcomes.values()]
         return None if any(c is None for c in costs) else sum(costs)
 
+    def passed(self, key: str) -> bool:
+        return self.outcomes[key].ok
+
+    def right(self, key: str) -> str:
+        return self.outcomes[key].right
+
+    def hint(self, key: str) -> str:
+        return self.outcomes[key].hint
+
     def summary(self) -> str:
         """One line on the whole bill."""
         if self.cost is None:
@@ -234,9 +243,10 @@ class Report:
 
 
 RIGHT = {
-    "training": "4 whole GPUs on one node, each with room for 30 GiB, at the lowest price that has them.",
-    "inference": "isolated units that hold 18 GiB, enough of them, at the lowest price.",
-    "notebooks": "shared units that hold 12 GiB, the cheapest there are enough of.",
+    "training": "the training Job runs on 4 whole GPUs of one node, each with room for its 30 GiB, at the lowest "
+                "price that has them.",
+    "inference": "the inference replicas run isolated, each in a unit that holds its 18 GiB, at the lowest price.",
+    "notebooks": "the notebooks share GPUs, in the cheapest units that hold 12 GiB and are enough for all four.",
 }
 
 
@@ -249,10 +259,11 @@ def _parse_one(w: Workload, value: object, available: Mapping[tuple[str, str], O
     pool, resource = value
     pools = sorted({p for p, _ in available})
     if pool not in pools:
-        return f"there is no pool {pool!r}; the pools are {', '.join(pools)}."
+        return f"{w.key.upper()}: there is no pool {pool!r}; the pools are {', '.join(pools)}."
     offer = available.get((pool, resource))
     if offer is None:
-        return f"pool {pool!r} does not advertise {resource!r} (the table above lists what each pool advertises)."
+        return (f"{w.key.upper()}: pool {pool!r} does not advertise {resource!r} (the table above lists what each "
+                f"pool advertises).")
     broken = rule_broken(w, offer)  # memory is left to the live run: the pod dies out of memory
     return broken + "." if broken is not None else offer
 
@@ -325,7 +336,7 @@ def _judge(w: Workload, offer: Offer, pods: list[tuple[Obj, str]], best: Offer) 
                                    f"{offer.memory_mib} MiB.")
     cost = offer.usd_per_hour * w.units * len(pods)
     if offer.usd_per_hour > best.usd_per_hour + 1e-9:
-        its = "its pod runs" if len(pods) == 1 else f"its {len(pods)} pods run"
+        its = f"the {w.key} pod runs" if len(pods) == 1 else f"the {len(pods)} {w.key} pods run"
         return Outcome(False, hint=f"{its}, at ${cost:.2f} per hour, but this cluster can run "
                                    f"{'it' if len(pods) == 1 else 'them'} for less. Compare the memory and the price "
                                    f"of each unit.", cost=cost)
