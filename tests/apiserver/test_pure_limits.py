@@ -187,3 +187,20 @@ def test_history_is_bounded_by_count_and_by_bytes(tmp_path, writes, size, histor
     assert store._bytes <= max(history_bytes, size + 200)
     reopened = Store(tmp_path / "s.db", history=history, history_bytes=history_bytes)  # what a restart finds
     assert [e.rv for e in reopened.history_after(0, "configmaps")] == [e.rv for e in kept]
+
+
+def test_continue_tokens_follow_etcds_compaction_clock_not_the_watch_history(tmp_path):
+    """kube-apiserver compacts etcd every 5 min to the revision it recorded 5 min before: a list's continue
+    token stays good that long, however much watch history the byte bound has dropped."""
+    now = [0.0]
+    store = Store(tmp_path / "s.db", history_bytes=1000, clock=lambda: now[0])
+    big = {"a": "x" * 2000}
+    for i in range(3):
+        store.create("configmaps", {"metadata": {"name": f"c{i}", "namespace": "default"}, "data": big})
+    assert store.compacted >= 2 and store.list_compacted == 0  # history dropped, lists unaffected
+    now[0] = 301.0
+    store.create("configmaps", _cm(10))  # the first interval: records rv 4, compacts nothing yet
+    assert store.list_compacted == 0
+    now[0] = 602.0
+    store.create("configmaps", _cm(11))  # the next: compacts to what the previous one recorded
+    assert store.list_compacted == 4

@@ -375,12 +375,13 @@ class APIApp:
     def _check_continue_rv(self, q: Any, token_rv: int, start: tuple[str, str]) -> None:
         """A continued list is served at the version of its first page upstream; here from the current objects
         (simplified: no snapshots are kept), so only versions that cannot be served at all are refused: newer
-        than the store (504, as the watch cache after its wait), compacted (410 with a token to go on)."""
+        than the store (504, as the watch cache after its wait), compacted in etcd's sense (``list_compacted``:
+        older than kube-apiserver's last compaction interval; 410 with a token to go on)."""
         if q.get("resourceVersion") not in (None, "", "0"):
             raise st.bad_request("specifying resource version is not allowed when using continue")
         if token_rv > self.store.rv:
             raise st.too_large_resource_version(token_rv, self.store.rv)
-        if 0 < token_rv <= self.store.compacted:
+        if 0 < token_rv <= self.store.list_compacted:
             err = st.gone(INCONSISTENT_CONTINUE)
             err.status["metadata"] = {"continue": encode_continue(-1, start)}
             raise err

@@ -11,6 +11,11 @@ table, so a watch can resume from any version newer than ``compacted`` — also 
 versions get 410 Gone, as from kube-apiserver once etcd has compacted them (its watch cache too is bounded,
 by capacity and by age).
 
+Lists continued with a ``continue`` token are a different matter upstream: they read etcd, which
+kube-apiserver compacts every ``--etcd-compaction-interval`` (5 min) to the revision it recorded at the
+previous interval. ``list_compacted`` follows that clock (advanced on writes), so a token stays good for 5–10
+minutes however much watch history the byte bound drops.
+
 The store is used from one thread (the server's event loop); callers treat returned objects as read-only.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +35,7 @@ from mockgpu.privatefs import secure_sqlite
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
+ETCD_COMPACTION_INTERVAL = 300.0  # kube-apiserver's --etcd-compaction-interval default
 HISTORY_BYTES = 16 * 2**20  # JSON of the retained events (object and old object)
 
 _SCHEMA = """
@@ -78,7 +85,8 @@ def key_of(obj: Obj) -> Key:
 class Store:
     """Objects by resource and (namespace, name), a resourceVersion counter and a bounded event history."""
 
-    def __init__(self, path: str | Path, *, history: int = 10000, history_bytes: int = HISTORY_BYTES) -> None:
+    def __init__(self, path: str | Path, *, history: int = 10000, history_bytes: int = HISTORY_BYTES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.path = str(path)
         self.history_size = history
         self.history_bytes = history_bytes
@@ -92,6 +100,10 @@ class Store:
         self.listeners: list[Callable[[Event], None]] = []
         self.rv = self._meta("rv")
         self.compacted = self._meta("compacted")
+        self._clock = clock
+        # etcd's compaction as kube-apiserver drives it: (when, rv) recorded at the last interval
+        self.list_compacted = 0
+        self._mark = (clock(), self.rv)
         for resource, ns, name, data in self._db.execute("SELECT resource, namespace, name, data FROM objects"):
             self._objects.setdefault(resource, {})[(ns, name)] = json.loads(data)
         # retained events as their stored JSON (decoded only when a watch resumes from them: a third of the
@@ -177,6 +189,7 @@ class Store:
             db.execute("ROLLBACK")
             raise
         self.rv = rv
+        self._advance_list_compaction()
         objs = self._objects.setdefault(resource, {})
         if typ == "DELETED":
             objs.pop((ns, name), None)
@@ -191,6 +204,12 @@ class Store:
         for listener in self.listeners:
             listener(event)
         return obj
+
+    def _advance_list_compaction(self) -> None:
+        now = self._clock()
+        if now - self._mark[0] >= ETCD_COMPACTION_INTERVAL:
+            self.list_compacted = self._mark[1]
+            self._mark = (now, self.rv)
 
     def _retain(self, stored: _Stored) -> None:
         self._history.append(stored)
