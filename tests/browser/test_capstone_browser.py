@@ -1,7 +1,8 @@
 """The capstone (lab 10) in a real JupyterLab: the lab with its answers (labs/solutions/10-*) runs, its check says
 Correct, and the cluster map drawn after the check shows the plan on the GPUs: the training Job on the four
 A100 40GB, the inference replicas in three 2g.20gb MIG slices, the notebooks as replicas of the time-sliced GPUs.
-With MOCKGPU_UPDATE_SCREENSHOTS=1 that map becomes docs/screenshots/capstone-cluster-map.png."""
+With MOCKGPU_UPDATE_SCREENSHOTS=1 that map becomes docs/screenshots/capstone-cluster-map.png and the check cell
+docs/screenshots/capstone-check.png."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 SCREENSHOT = LABS.parent / "docs" / "screenshots" / "capstone-cluster-map.png"
+CHECK_SHOT = SCREENSHOT.with_name("capstone-check.png")
 CAPSTONE = sorted((LABS / "solutions").glob("10-*.ipynb"))
 
 
@@ -53,6 +55,8 @@ def test_capstone_checks_the_plan_and_draws_it(lab_server, page):
         if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             planned.screenshot(path=str(SCREENSHOT))
+            check = page.locator(".jp-Notebook .jp-CodeCell", has_text="All three run, at").first
+            check.screenshot(path=str(CHECK_SHOT))
     finally:
         page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}.png"))
         lab_server.shutdown_kernels()
