@@ -17,6 +17,7 @@ spec's (the first is kind's control plane), the real scheduler's results reach t
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import os
 import time
@@ -28,7 +29,9 @@ import yaml
 
 from mockgpu.errors import MockgpuError
 from mockgpu.widgets.client import ApiRefused, ClusterClient, connect
-from mockgpu.widgets.snapshot import JOB_NAME_LABEL, Obj, condition, pod_phase
+from mockgpu.widgets.live import stop_all
+from mockgpu.widgets.progress import Progress
+from mockgpu.widgets.snapshot import JOB_NAME_LABEL, Obj, condition, node_gpu_allocatable, pod_phase
 from mockgpu.widgets.submit import (
     LAB_LABEL,
     Submission,
@@ -161,10 +164,43 @@ class LabCluster:
         if running_endpoint(cluster.state) is not None:
             raise MockgpuError(f"cluster '{self.name}' is already served by another process (is this lab open "
                                f"twice?); stop that kernel or run: mockgpu down --name {self.name}")
+        progress = Progress(f"starting cluster {self.name} ({self.spec_path})", steps=3)
+        progress.step("removing what an earlier run of this lab left")
         destroy(cluster.state)  # whatever an earlier or crashed run left
+        progress.finish_step("nothing left from an earlier run")
+        progress.step("starting the API server, the scheduler and a kubelet per node")
         self.cluster = cluster.start()
+        atexit.register(self.close)  # the kernel stopping deletes the cluster (close() is idempotent)
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
+        progress.finish_step("API server, scheduler and kubelets started")
+        gpus = 0
+        if "kubelets" in control:
+            progress.step("waiting for every node to publish its GPUs")
+            gpus = self._wait_published()
+            progress.finish_step("every node published its GPUs")
+        progress.done(f"cluster {self.name} ready: {len(self.spec_nodes())} nodes, {gpus} GPUs "
+                      f"(it lives until lab.close() or the kernel stops)")
         return self
+
+    def spec_nodes(self) -> list[Any]:
+        from mockgpu.backends.embedded.nodes import spec_nodes
+
+        return list(spec_nodes(self.spec))
+
+    def _wait_published(self, timeout: float = 30.0) -> int:
+        """Wait until each node's GPU state is published (the map then shows every GPU); the GPU count."""
+        assert self.client is not None
+        client = self.client
+
+        want = len(self.spec_nodes())
+
+        def published() -> tuple[bool, int]:
+            snap = client.snapshot()
+            with_gpus = [n for n in snap.nodes if node_gpu_allocatable(n)]
+            ok = len(snap.nodes) >= want and all(n["metadata"]["name"] in snap.gpu_states for n in with_gpus)
+            return ok, sum(len(s.get("gpus") or []) for s in snap.gpu_states.values())
+
+        return _poll(published, lambda r: r[0], timeout)[0][1]
 
     def _start_upstream(self) -> LabCluster:
         """The same lab on the real kube-apiserver, controller manager and scheduler (``MOCKGPU_BACKEND=upstream``,
@@ -351,7 +387,23 @@ class LabCluster:
         for dep in self.client.list_deployments(namespace, LAB_LABEL):
             self.client.delete_deployment(dep["metadata"]["namespace"], dep["metadata"]["name"])
 
+    def summary(self) -> str:
+        """One line for a lab's last cell: what is up, and how it goes away."""
+        if self.external:
+            return ("the lab ran on the cluster of $MOCKGPU_KUBECONFIG; lab.close() deletes the pods, Jobs and "
+                    "Deployments it created")
+        if self.cluster is None:
+            return f"cluster {self.name} is deleted"
+        return (f"cluster {self.name} is up ({len(self.spec_nodes())} nodes): the live widgets keep following it. "
+                f"It is deleted when this notebook's kernel stops; lab.close() deletes it now.")
+
     def close(self) -> None:
+        """Stop the widgets following this cluster and delete it (an external one: delete the lab's pods).
+        Runs by itself when the kernel stops; a lab's last cell does not call it, so the cluster outlives
+        Run All and the widgets keep answering."""
+        atexit.unregister(self.close)
+        if self.client is not None:
+            stop_all(self.client)
         if self.external:
             if self.client is not None:
                 self.cleanup_pods()

@@ -23,20 +23,26 @@ def error_html(message: str) -> str:
             f'color:#7f1d1d;padding:8px;border-radius:4px">{escape(message)}</div>')
 
 
+# a red badge, not an emoji: Debian's chromium has no emoji font by default (DejaVu has ☠ and ↻)
+OOM_BADGE = (' <span class="mockgpu-oom" style="background:#b91c1c;color:#fff;font-weight:bold;padding:0 4px;'
+             'border-radius:2px">OOM</span>')
 CHIP = "flex:0 0 14px"  # one replica's row in a tile
 CHIP_WHOLE = "flex:1 1 0;min-height:0"  # fills a whole GPU's box
 CHIP_INLINE = "display:inline-block;margin:0 2px"  # outside any tile
 
 
 def _chip(h: Holder, size: str = CHIP) -> str:
+    """A pod's chip: its name (cut with an ellipsis when long) and, never cut, its restart count."""
     title = (f"{h.pod}{f' of {h.owner}' if h.owner else ''} ({h.phase}"
              + (f", {h.restarts} restarts" if h.restarts else "") + f") {h.device_id}"
              + (f", {h.used_mib} MiB" if h.used_mib else ""))
-    restarts = f' <span class="mockgpu-restarts">↻{h.restarts}</span>' if h.restarts else ""
+    restarts = (f'<span class="mockgpu-restarts" style="flex:0 0 auto;font-weight:bold;margin-left:3px">'
+                f"↻{h.restarts}</span>" if h.restarts else "")
     return (f'<div class="mockgpu-replica" data-pod="{escape(h.pod)}" title="{escape(title)}" '
             f'style="background:{h.color};padding:0 3px;margin:1px 0;border-radius:2px;overflow:hidden;'
-            f'white-space:nowrap;text-overflow:ellipsis;box-sizing:border-box;line-height:14px;{size}">'
-            f'{escape(h.name)}{restarts}</div>')
+            f'display:flex;align-items:flex-start;box-sizing:border-box;line-height:14px;{size}">'
+            f'<span style="flex:1 1 auto;min-width:0;overflow:hidden;white-space:nowrap;text-overflow:ellipsis">'
+            f"{escape(h.name)}</span>{restarts}</div>")
 
 
 def _slot_box(inner: str, height: int) -> str:
@@ -46,7 +52,8 @@ def _slot_box(inner: str, height: int) -> str:
 
 
 def _mig_bar(g: GpuTile) -> str:
-    cells = []
+    """The instances at their memory slots (short labels: 1g, 3g), then one readable line per instance."""
+    cells, legend = [], []
     for s in g.mig:
         h = s.holders[0] if s.holders else None
         color = h.color if h else (FREE if s.healthy else UNHEALTHY)
@@ -55,9 +62,13 @@ def _mig_bar(g: GpuTile) -> str:
         cells.append(f'<div class="mockgpu-mig" data-uuid="{escape(s.uuid)}" data-start="{s.start}" '
                      f'data-size="{s.size}" data-pod="{escape(h.pod) if h else ""}" title="{label}" '
                      f'style="position:absolute;left:{left:.2f}%;width:{width:.2f}%;top:0;bottom:0;'
-                     f'background:{color};border:1px solid #fff;box-sizing:border-box;font-size:9px;'
-                     f'overflow:hidden">{label}</div>')
-    return f'<div style="position:relative;height:34px;background:#f3f4f6;margin:2px 0">{"".join(cells)}</div>'
+                     f'background:{color};border:1px solid #fff;box-sizing:border-box;font-size:10px;'
+                     f'text-align:center;overflow:hidden">{escape(s.profile.split(".")[0])}</div>')
+        legend.append(f'<div class="mockgpu-mig-line" style="white-space:nowrap;overflow:hidden;'
+                      f'text-overflow:ellipsis"><span style="background:{color};border:1px solid #9ca3af;'
+                      f'padding:0 4px;margin-right:3px">@{s.start}</span>{label}</div>')
+    return (f'<div style="position:relative;height:34px;background:#f3f4f6;margin:2px 0">{"".join(cells)}</div>'
+            f'<div style="font-size:11px">{"".join(legend)}</div>')
 
 
 def gpu_tile_html(g: GpuTile) -> str:
@@ -75,7 +86,8 @@ def gpu_tile_html(g: GpuTile) -> str:
                          f'<div style="background:{FREE};flex:1 1 0"></div>', 34)
     links = f" NVLink→{','.join(map(str, g.nvlink_peers))}" if g.nvlink_peers else ""
     return (f'<div class="mockgpu-gpu" data-index="{g.index}" data-uuid="{escape(g.uuid)}" data-mode="{g.mode}" '
-            f'style="border:1px solid {border};border-radius:3px;padding:3px;width:120px;margin:2px">'
+            f'style="border:1px solid {border};border-radius:3px;padding:3px;width:{240 if g.mig else 130}px;'
+            f'margin:2px">'
             f'<div><b>GPU {g.index}</b> {escape(g.mode)}{escape(links)}</div>{body}'
             f'<div style="height:5px;background:{FREE}"><div style="height:5px;width:{pct:.1f}%;'
             f'background:#2563eb"></div></div><div>{g.memory_used_mib // 1024}/{g.memory_total_mib // 1024} GiB'
@@ -154,7 +166,7 @@ def memory_html(gpus: list[GpuMemory]) -> str:
         bar = "".join(f'<div data-pod="{escape(p.pod)}" title="{escape(p.pod)} {p.used_mib} MiB" style="width:'
                       f'{100 * p.used_mib / total:.2f}%;background:{p.color}"></div>' for p in g.pods if p.used_mib)
         rows = [[f'<span style="color:{p.color}">■</span> {escape(p.pod)}', escape(p.owner or "-"),
-                 escape(p.partition or "-"), f"{p.used_mib} MiB", escape(p.status) + (" 💥 OOM" if p.oom else "") +
+                 escape(p.partition or "-"), f"{p.used_mib} MiB", escape(p.status) + (OOM_BADGE if p.oom else "") +
                  (" ☠ blast radius" if p.pod in g.casualties else ""), str(p.restarts)] for p in g.pods]
         ooms = "".join(f"<div>OOM at {escape(o.time)}: {escape(o.pod)} asked {o.requested_mib} MiB, "
                        f"{o.free_mib} MiB free</div>" for o in g.ooms)

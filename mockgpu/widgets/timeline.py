@@ -33,8 +33,9 @@ from mockgpu.widgets.snapshot import (
     pod_key,
 )
 
-PRICE_SOURCE = ("AWS on-demand list price per GPU-hour, us-east-1 (cloud_on_demand_prices in "
-                "mockgpu/gpu/data/mig-profiles.json)")
+PRICE_SOURCE = ("AWS on-demand list price per GPU-hour, us-east-1: the instance's hourly price / its 8 GPUs "
+                "(p4de.24xlarge $27.44705/h for A100-80GB; instances.vantage.sh data of 2025-11-30, copied in "
+                "cloud_on_demand_prices of mockgpu/gpu/data/mig-profiles.json)")
 USD_PER_GPU_HOUR = {"A100-80GB": 3.4309, "A100-40GB": 2.7447, "H100-80GB": 6.88, "H200": 7.912}
 DEFAULT_PRICE_KEY = "A100-80GB"
 

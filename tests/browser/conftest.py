@@ -31,14 +31,15 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
-    """A JupyterLab serving output-free copies of the labs, stopped (kernels too) after the module."""
+    """A JupyterLab serving output-free copies of the labs with answers (labs/solutions: their checks say
+    Correct), stopped (kernels too) after the module."""
     reason = _missing()
     if reason:
         pytest.skip(reason)
     from labserver import LabServer, copy_labs_without_outputs
 
     tmp = tmp_path_factory.mktemp("jupyterlab")
-    copy_labs_without_outputs(LABS, tmp / "labs")
+    copy_labs_without_outputs(LABS / "solutions", tmp / "labs")
     server = LabServer(root=tmp / "labs", home=tmp / "home")
     try:
         server.start()
@@ -48,7 +49,31 @@ def lab_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def playwright_chromium(lab_server):
+def stored_lab_server(tmp_path_factory):
+    """A JupyterLab serving the learner's copies (labs/*.ipynb) exactly as stored, outputs and widget state
+    included: what ``./scripts/lab`` opens. The notebooks are not trusted on this fresh Jupyter home."""
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    import shutil
+
+    from labserver import LabServer
+
+    tmp = tmp_path_factory.mktemp("jupyterlab-stored")
+    shutil.copytree(LABS, tmp / "labs", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    server = LabServer(root=tmp / "labs", home=tmp / "home")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def playwright_chromium():
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+# curated screenshots for the README, rewritten only with MOCKGPU_UPDATE_SCREENSHOTS=1
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 NUMBERED = re.compile(r"\[\d+\]:")
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -16,6 +20,13 @@ TRACEBACK = "Traceback (most recent call last)"
 class RunResult:
     prompts: list[str]
     seconds: float
+
+
+def docs_screenshot(locator, name: str) -> None:
+    """Refresh a README screenshot from what this run drew (only when MOCKGPU_UPDATE_SCREENSHOTS=1)."""
+    if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        locator.screenshot(path=str(SCREENSHOTS / name))
 
 
 def open_notebook(page: Page, url: str, timeout_ms: float = 90_000) -> None:

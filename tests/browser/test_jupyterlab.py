@@ -10,7 +10,7 @@ their stored outputs, so everything checked here was produced by this run.
 
 from __future__ import annotations
 
-import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,30 +20,21 @@ import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
 
-from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
+from labpage import docs_screenshot, open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
 from labserver import LABS, artifacts_dir  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-# curated screenshots for the README, rewritten only with MOCKGPU_UPDATE_SCREENSHOTS=1
-SCREENSHOTS = LABS.parent / "docs" / "screenshots"
 
 
 @dataclass(frozen=True)
 class LabCase:
-    pattern: str  # glob in labs/, e.g. "01-*.ipynb"
+    pattern: str  # glob in labs/solutions/ (the labs with answers), e.g. "01-*.ipynb"
     check: Callable  # (page) -> None, asserts on what rendered
 
     def notebook(self) -> str | None:
-        found = sorted(LABS.glob(self.pattern))
+        found = sorted((LABS / "solutions").glob(self.pattern))
         return found[0].name if found else None
-
-
-def docs_screenshot(locator, name: str) -> None:
-    """Refresh a README screenshot from what this run drew (only when MOCKGPU_UPDATE_SCREENSHOTS=1)."""
-    if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        locator.screenshot(path=str(SCREENSHOTS / name))
 
 
 def chips_outside_their_tile(cmap) -> list[str]:
@@ -58,23 +49,79 @@ def chips_outside_their_tile(cmap) -> list[str]:
 
 
 def check_lab01(page) -> None:
-    """Lab 01: 8 GPUs on 4 nodes as cards and tiles; the 4-GPU Job pod's FailedScheduling line in the
-    inspector; at the end the two 2-GPU pods of Job workers drawn on the tiles the device plugin gave them."""
-    cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
-    expect(cmap).to_be_visible(timeout=30_000)
-    nodes = cmap.locator(".mockgpu-node")
+    """Lab 01: each step is its own snapshot: the empty cluster (8 GPU tiles on 4 cards, no pod), the 4-GPU
+    Job pod pending with its FailedScheduling line in the inspector, at the end the two 2-GPU pods of Job
+    workers on the tiles the device plugin gave them; the submit panel's live map follows the cluster."""
+    frozen = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap")
+    expect(frozen).to_have_count(3, timeout=30_000)
+    empty, pending, workers = frozen.nth(0), frozen.nth(1), frozen.nth(2)
+    nodes = empty.locator(".mockgpu-node")
     assert nodes.evaluate_all("ns => ns.map(n => n.dataset.node)") == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
     assert [nodes.nth(i).locator(".mockgpu-gpu").count() for i in range(4)] == [2, 2, 2, 2]
     expect(nodes.first.locator(".mockgpu-gpu").first).to_contain_text("GPU 0")
-    # the same ClusterMap is displayed three times; every view shows its last refresh: the workers placed
-    # (the Job workers' two pods, workers-<random>, 2 GPUs each)
-    expect(cmap.locator(".mockgpu-gpu .mockgpu-replica[data-pod^='default/workers-']")).to_have_count(4)
+    expect(empty.locator(".mockgpu-replica")).to_have_count(0)  # "the empty cluster" is empty
+    expect(pending.locator(".mockgpu-pending")).to_contain_text("trainer-")
+    expect(pending.locator(".mockgpu-gpu .mockgpu-replica")).to_have_count(0)  # 8 idle GPUs
+    # the Job workers' two pods, workers-<random>, 2 GPUs each
+    expect(workers.locator(".mockgpu-gpu .mockgpu-replica[data-pod^='default/workers-']")).to_have_count(4)
     # the Job trainer's pod is trainer-<random>
     failed = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod^='default/trainer-'] .mockgpu-failed")
     expect(failed).to_contain_text("FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
                                    timeout=30_000)
-    docs_screenshot(cmap, "cluster-map.png")
-    assert not chips_outside_their_tile(cmap)  # a chip once spilled out of its tile (fixed in render.py)
+    live = page.locator(".jp-OutputArea-output .widget-vbox", has_text="live: follows the cluster").locator(
+        ".mockgpu-clustermap").first
+    expect(live.locator(".mockgpu-gpu .mockgpu-replica[data-pod^='default/workers-']")).to_have_count(4)
+    clock = page.locator(".jp-OutputArea-output .mockgpu-costclock").first
+    expect(clock).to_contain_text("8 idle GPUs")
+    docs_screenshot(workers, "cluster-map.png")
+    docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(".mockgpu-costclock")).first,
+                    "lab01-cost-clock.png")
+    assert not chips_outside_their_tile(workers)  # a chip once spilled out of its tile (fixed in render.py)
+
+
+def check_lab03(page) -> None:
+    """Lab 03: after Run All, Part 1's inspector still shows Part 1's pod (default-1 under default-scheduler),
+    the spreading map one 1-GPU pod on every node (one free GPU each) and both 2-GPU pods pending, the
+    bin-packing map two full nodes and two 2-GPU pods running."""
+    part1 = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-inspector")
+    expect(part1).to_have_count(1, timeout=30_000)
+    expect(part1).to_have_attribute("data-pod", "default/default-1")
+    expect(part1).to_contain_text("scheduler default-scheduler")
+    expect(part1).not_to_contain_text("packed")
+    spread, packed = (page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").nth(i)
+                      for i in range(2))
+    nodes = spread.locator(".mockgpu-node")
+    assert [nodes.nth(i).locator(".mockgpu-gpu .mockgpu-replica").count() for i in range(4)] == [1, 1, 1, 1]
+    expect(spread.locator(".mockgpu-pending")).to_contain_text("spread-big-0")
+    expect(spread.locator(".mockgpu-pending")).to_contain_text("spread-big-1")
+    expect(packed.locator(".mockgpu-gpu .mockgpu-replica")).to_have_count(8)
+    expect(packed.locator(".mockgpu-pending")).to_have_count(0)
+    docs_screenshot(spread, "lab03-spreading.png")
+    docs_screenshot(packed, "lab03-bin-packing.png")
+
+
+def check_lab04(page) -> None:
+    """Lab 04: the inspector shows the pod the text talks about (step-by-step), with the env the device plugin
+    injected and what CUDA saw, not a later pod of the lab."""
+    inspector = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-inspector")
+    expect(inspector).to_have_count(1, timeout=30_000)
+    expect(inspector).to_have_attribute("data-pod", "default/step-by-step")
+    expect(inspector).to_contain_text("NVIDIA_VISIBLE_DEVICES=GPU-")
+    expect(inspector).to_contain_text("cuda:0")
+    docs_screenshot(inspector, "lab04-inspector.png")
+
+
+def check_lab06(page) -> None:
+    """Lab 06: the MIG map, each instance at its slots with its full profile readable, and the OOM."""
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(cmap.locator(".mockgpu-mig")).to_have_count(10, timeout=30_000)  # 7 x 1g.10gb + 3g + 2g + 1g
+    lines = cmap.locator(".mockgpu-mig-line")
+    expect(lines.first).to_contain_text("1g.10gb")
+    # the profile names are not cut: each line's text fits its box
+    assert not lines.evaluate_all("ls => ls.filter(l => l.scrollWidth > l.clientWidth + 1).map(l => l.innerText)")
+    memory = page.locator(".jp-OutputArea-output .mockgpu-memory").first
+    expect(memory.locator(".mockgpu-oom")).to_be_visible()
+    docs_screenshot(cmap, "lab06-mig-map.png")
 
 
 def check_lab07(page) -> None:
@@ -87,8 +134,20 @@ def check_lab07(page) -> None:
     expect(memory.locator("tr", has_text="blast radius")).to_have_count(1)
     expect(memory.locator("tr", has_text="blast radius")).to_contain_text("Deployment inference")
     expect(memory.locator("tr", has_text="default/big")).not_to_contain_text("blast radius")
-    expect(page.locator(".jp-OutputArea-output .mockgpu-clustermap .mockgpu-restarts").first).to_be_visible()
+    # the map where the text says "two holders": the big pod and one replica
+    two = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(two.locator(".mockgpu-gpu .mockgpu-replica")).to_have_count(2)
+    restarts = page.locator(".jp-OutputArea-output .mockgpu-clustermap .mockgpu-restarts").first
+    expect(restarts).to_be_visible()
+    expect(restarts).to_have_text(re.compile(r"↻\d+"))
+    # the count is never cut off by the chip (a long pod name is, with an ellipsis)
+    assert restarts.evaluate("r => r.getBoundingClientRect().right <= "
+                             "r.parentElement.getBoundingClientRect().right + 1")
+    expect(memory.locator(".mockgpu-oom").first).to_be_visible()
     docs_screenshot(memory, "oom-blast-radius.png")
+    docs_screenshot(page.locator(".jp-OutputArea-output .mockgpu-clustermap",
+                                 has=page.locator(".mockgpu-restarts")).last,
+                    "lab07-restarts.png")
 
 
 def check_lab08(page) -> None:
@@ -125,6 +184,9 @@ def check_lab09(page) -> None:
 
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
+    LabCase("03-*.ipynb", check_lab03),
+    LabCase("04-*.ipynb", check_lab04),
+    LabCase("06-*.ipynb", check_lab06),
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08),
     LabCase("09-*.ipynb", check_lab09),

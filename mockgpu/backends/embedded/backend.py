@@ -89,6 +89,9 @@ class EmbeddedBackend:
             if config.get("backend") != "embedded":
                 continue
             endpoint = daemon.running_endpoint(state)
+            if endpoint is None and state.is_ephemeral():
+                destroy(state)  # a lab's cluster whose kernel is gone (killed before it could clean up)
+                continue
             port = (endpoint or {}).get("port") or config.get("port")
             out.append(ClusterInfo(d.name, self.name, f"https://127.0.0.1:{port}" if port else "-",
                                    Path(config.get("kubeconfig") or state.default_kubeconfig),

@@ -148,6 +148,9 @@ class EmbeddedCluster:
             raise
         self.url = f"https://127.0.0.1:{port}"
         publish(self.state, self.config, port)
+        if self.delete_on_exit and self.in_process:
+            # served by this process only: once it is gone (even killed), `mockgpu status` removes the state
+            self.state.mark_ephemeral()
         return self
 
     def stop(self) -> None:

@@ -87,6 +87,18 @@ class ClusterState:
             raise MockgpuError(f"cluster '{self.name}' has no readable state in {self.dir} ({exc}); "
                                f"remove that folder or run mockgpu down --name {self.name}") from None
 
+    @property
+    def ephemeral_file(self) -> Path:
+        """Marks a cluster that lives only as long as the process serving it (a lab's, a test's)."""
+        return self.dir / "ephemeral"
+
+    def mark_ephemeral(self) -> None:
+        private_dir(self.dir)
+        write_private(self.ephemeral_file, "deleted when the process serving it is gone\n")
+
+    def is_ephemeral(self) -> bool:
+        return self.ephemeral_file.is_file()
+
     def write_config(self, config: dict[str, Any]) -> None:
         private_dir(self.dir)
         write_private(self.config_file, json.dumps(config, indent=2))  # it holds the token
