@@ -1,29 +1,28 @@
 """The capstone (lab 10) in a real JupyterLab: the lab with its answers (labs/solutions/10-*) runs, its check says
 Correct, and the cluster map drawn after the check shows the plan on the GPUs: the training Job on the four
 A100 40GB, the inference replicas in three 2g.20gb MIG slices, the notebooks as replicas of the time-sliced GPUs.
-With MOCKGPU_UPDATE_SCREENSHOTS=1 that map becomes docs/screenshots/capstone-cluster-map.png."""
+With MOCKGPU_UPDATE_SCREENSHOTS=1 that map becomes docs/screenshots/capstone-cluster-map.png and the check cell
+docs/screenshots/capstone-check.png."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
 
-from labpage import open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
+from labpage import docs_screenshot, open_notebook, run_all_cells, wait_until_all_ran  # noqa: E402
 from labserver import LABS, artifacts_dir  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-SCREENSHOT = LABS.parent / "docs" / "screenshots" / "capstone-cluster-map.png"
 CAPSTONE = sorted((LABS / "solutions").glob("10-*.ipynb"))
 
 
 @pytest.mark.skipif(not CAPSTONE, reason="no labs/solutions/10-*.ipynb")
 def test_capstone_checks_the_plan_and_draws_it(lab_server, page):
-    notebook = f"solutions/{CAPSTONE[0].name}"
+    notebook = CAPSTONE[0].name  # the server serves labs/solutions as its root
     try:
         open_notebook(page, lab_server.url(f"/doc/tree/{notebook}"))
         run_all_cells(page)
@@ -50,9 +49,9 @@ def test_capstone_checks_the_plan_and_draws_it(lab_server, page):
         expect(shared).to_contain_text("24/80 GiB")
         # the map drawn before the check shows no workload at all
         assert maps.nth(0).locator("[data-pod^='default/']").count() == 0
-        if os.environ.get("MOCKGPU_UPDATE_SCREENSHOTS") == "1":
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            planned.screenshot(path=str(SCREENSHOT))
+        docs_screenshot(planned, "capstone-cluster-map.png")
+        docs_screenshot(page.locator(".jp-Notebook .jp-CodeCell", has_text="All three run, at").first,
+                        "capstone-check.png")
     finally:
         page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}.png"))
         lab_server.shutdown_kernels()
