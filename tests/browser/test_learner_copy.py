@@ -63,6 +63,8 @@ def test_lab01_learner_copy_shows_pictures_then_follows_a_submitted_pod(stored_l
 
         panel = page.locator(".jp-OutputArea-output .widget-vbox",
                              has=page.locator(".widget-button", has_text="Submit")).last
+        # a training pod (it runs until deleted; an `inspect` pod is done in a second and leaves the map)
+        panel.locator(".widget-dropdown", has_text="scenario").locator("select").select_option("train")
         panel.locator(".widget-text", has_text="name").locator("input").fill("my-pod")
         gpus = panel.locator(".widget-inline-hbox", has_text="GPUs").locator("input")
         gpus.fill("2")
@@ -71,16 +73,18 @@ def test_lab01_learner_copy_shows_pictures_then_follows_a_submitted_pod(stored_l
         submit.click()
         started = time.monotonic()
         # the live map under the panel draws the pod on the two GPUs it got, without any cell re-run
-        live = page.locator(".jp-OutputArea-output .widget-vbox", has_text="live: follows the cluster").locator(
-            ".mockgpu-clustermap").first
+        live_box = page.locator(".jp-OutputArea-output .widget-vbox", has_text="live: follows the cluster",
+                                has=page.locator(".mockgpu-clustermap")).first
+        live = live_box.locator(".mockgpu-clustermap")
         expect(live.locator(".mockgpu-gpu .mockgpu-replica[data-pod='default/my-pod']")).to_have_count(
             2, timeout=20_000)
         seconds = time.monotonic() - started
         expect(panel.locator(".mockgpu-outcome")).to_contain_text("my-pod")
         assert page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").all_inner_texts() == prompts
         print(f"the submitted pod was drawn in the live map {seconds:.1f} s after the click")
-        live.screenshot(path=str(artifacts_dir() / "lab01-live-map-after-submit.png"))
-        docs_screenshot(live, "lab01-live-map-after-submit.png")
+        # the box, not the map: a redraw replaces the map's HTML (an element screenshot would lose it)
+        live_box.screenshot(path=str(artifacts_dir() / "lab01-live-map-after-submit.png"))
+        docs_screenshot(live_box, "lab01-live-map-after-submit.png")
     finally:
         page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}-learner.png"), full_page=True)
         stored_lab_server.shutdown_kernels()
