@@ -88,3 +88,31 @@ def test_lab01_learner_copy_shows_pictures_then_follows_a_submitted_pod(stored_l
     finally:
         page.screenshot(path=str(artifacts_dir() / f"{Path(notebook).stem}-learner.png"), full_page=True)
         stored_lab_server.shutdown_kernels()
+
+
+STORED = sorted(LABS.glob("[0-9][0-9]-*.ipynb"))
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: f"lab{p.name[:2]}")
+def test_a_stored_learner_copy_opens_with_pictures_not_python_text(stored_lab_server, page, path):
+    """First open, nothing run, notebook untrusted: each stored widget picture is drawn (as many maps,
+    inspectors and memory views as the stored outputs hold), none is shown as Python text."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    stored = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    try:
+        open_notebook(page, stored_lab_server.url(f"/doc/tree/{path.name}"))
+        for cls in ("mockgpu-clustermap", "mockgpu-inspector", "mockgpu-memory", "mockgpu-mig"):
+            want = sum(html.count(f'class="{cls}"') for html in stored)
+            expect(page.locator(f".jp-OutputArea-output .{cls}")).to_have_count(want, timeout=30_000)
+        text = outputs_text(page)
+        assert not [r for r in RAW if r in text], [r for r in RAW if r in text]
+        mig = page.locator(".jp-OutputArea-output .mockgpu-mig")
+        if mig.count():  # the sanitizer keeps the slices' placement: side by side, not stacked
+            lefts = mig.evaluate_all("ms => ms.slice(0, 2).map(m => m.getBoundingClientRect().left)")
+            assert lefts[0] != lefts[1]
+            mig.first.scroll_into_view_if_needed()
+    finally:
+        page.screenshot(path=str(artifacts_dir() / f"{path.stem}-first-open.png"))
+        stored_lab_server.shutdown_kernels()
