@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytest.importorskip("playwright", reason="Python Playwright is not installed (pip install -e '.[test]')")
@@ -97,10 +98,11 @@ STORED = sorted(LABS.glob("[0-9][0-9]-*.ipynb"))
 def test_a_stored_learner_copy_opens_with_pictures_not_python_text(stored_lab_server, page, path):
     """First open, nothing run, notebook untrusted: each stored widget picture is drawn (as many maps,
     inspectors and memory views as the stored outputs hold), none is shown as Python text."""
-    import nbformat
+
 
     nb = nbformat.read(path, as_version=4)
-    stored = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    stored = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+              if "text/html" in o.get("data", {})]
     try:
         open_notebook(page, stored_lab_server.url(f"/doc/tree/{path.name}"))
         for cls in ("mockgpu-clustermap", "mockgpu-inspector", "mockgpu-memory", "mockgpu-mig"):
