@@ -76,6 +76,25 @@ def check_lab01(page) -> None:
     assert not chips_outside_their_tile(workers)  # a chip once spilled out of its tile (fixed in render.py)
 
 
+def check_lab02(page) -> None:
+    """Lab 02: the live submit panel still shows the API server refusing half a GPU after Run All (a refused
+    pod does not exist, the outcome stays), and the snapshot map of the cluster's four nodes."""
+    refused = page.locator(".jp-OutputArea-output .mockgpu-outcome[data-kind='refused']").first
+    expect(refused).to_contain_text("half-gpu", timeout=30_000)
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(cmap.locator(".mockgpu-node")).to_have_count(4)
+    docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox",
+                                 has=page.locator(".mockgpu-outcome")).first, "lab02-submit-refused.png")
+    docs_screenshot(cmap, "lab02-cluster-map.png")
+
+
+def check_lab05(page) -> None:
+    """Lab 05: the snapshot map shows the 2-GPU pod on the two GPUs the device plugin preferred."""
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(cmap.locator(".mockgpu-gpu .mockgpu-replica[data-pod='default/pair']")).to_have_count(2, timeout=30_000)
+    docs_screenshot(cmap, "lab05-nvlink-pair.png")
+
+
 def check_lab03(page) -> None:
     """Lab 03: after Run All, Part 1's inspector still shows Part 1's pod (default-1 under default-scheduler),
     the spreading map one 1-GPU pod on every node (one free GPU each) and both 2-GPU pods pending, the
@@ -156,6 +175,7 @@ def check_lab08(page) -> None:
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100")
     text = "\n".join(outputs.all_inner_texts())
     assert "Well done: your policy beats Best-fit." in text  # the instructor check cell, computed in this run
+    docs_screenshot(images.nth(1), "lab08-allocation-curves.png")
 
 
 def check_lab09(page) -> None:
@@ -164,6 +184,8 @@ def check_lab09(page) -> None:
     claims = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem'] .mockgpu-claims")
     expect(claims).to_contain_text("claim one-40g (request gpu): gpu-0", timeout=30_000)
     expect(claims).to_contain_text("NVIDIA_VISIBLE_DEVICES=GPU-")
+    docs_screenshot(page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem']"),
+                    "lab09-dra-claims.png")
     # the cluster map: both-0's GPU 3 cut into the two MIG instances the claims got, at their slices
     cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
     gpu3 = cmap.locator(".mockgpu-node[data-node='both-0'] .mockgpu-gpu[data-index='3']")
@@ -177,8 +199,10 @@ def check_lab09(page) -> None:
 
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
+    LabCase("02-*.ipynb", check_lab02),
     LabCase("03-*.ipynb", check_lab03),
     LabCase("04-*.ipynb", check_lab04),
+    LabCase("05-*.ipynb", check_lab05),
     LabCase("06-*.ipynb", check_lab06),
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08),
