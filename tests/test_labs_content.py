@@ -1,5 +1,6 @@
 """Labs 01–07 and 09 keep their teaching shape: goals, a cluster from clusters/, exercises whose stored check says
-Correct, and a last cell that keeps the cluster up and says how it goes. (nbval runs them; this checks the stored notebooks.)"""
+Correct, and a last cell that keeps the cluster up and says how it goes. (nbval runs them; this checks the
+stored notebooks.)"""
 
 from __future__ import annotations
 
