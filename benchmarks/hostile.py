@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "conformance")]
 
 from hostile_requests import CM as CONFIGMAPS  # noqa: E402
-from hostile_requests import Request, Target, create, ensure_namespace, generate, run_case  # noqa: E402
+from hostile_requests import KEEP, KINDS, Request, Target, create, ensure_namespace, generate, run_case  # noqa: E402
 
 from mockgpu.backends.embedded import EmbeddedCluster  # noqa: E402
 from mockgpu.backends.embedded import daemon as embedded_daemon  # noqa: E402
@@ -123,6 +123,22 @@ def warm_up(t: Target, n: int = 100) -> None:
         t.send(Request("DELETE", CONFIGMAPS.item(f"warm-{i}")))
 
 
+def stored(t: Target) -> tuple[int, int]:
+    """(objects, bytes of their JSON) the soak left in its namespace: what any server must keep. Names come
+    from a Table list (small), sizes from each object's GET (Content-Length: an object may pass KEEP)."""
+    table = (("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"),)
+    objects = size = 0
+    for kind in KINDS:
+        a = t.send(Request("GET", kind.collection, headers=table), timeout=300)
+        rows = json.loads(a.body).get("rows") or [] if a.status == 200 and len(a.body) < KEEP else []
+        for row in rows:
+            got = t.send(Request("GET", kind.item(row["object"]["metadata"]["name"])), timeout=300)
+            if got.status == 200:
+                objects += 1
+                size += int({k.lower(): v for k, v in got.headers.items()}.get("content-length", len(got.body)))
+    return objects, size
+
+
 def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
     ensure_namespace(t)
     warm_up(t)
@@ -162,6 +178,7 @@ def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
     poller.stop.set()
     poller.join()
     after, peak = rss_kib(pid)
+    objects, stored_bytes = stored(t)
     done = [r for r in results if r is not None]
     return {"backend": args.backend, "seed": args.seed, "requests": len(done), "seconds": elapsed,
             "setup_requests": sum(len(c.setup) for c in cases),
@@ -171,7 +188,8 @@ def soak(t: Target, pid: int, args: argparse.Namespace) -> dict:
             "slow": sorted(((o.seconds, o.id, o.what) for o in done if o.seconds > 1.0), reverse=True),
             "writes": [(o.id, o.wrote) for o in done if o.wrote],
             "readyz_worst_s": poller.worst, "readyz_over_1s": poller.over_1s, "readyz_polls": poller.polls,
-            "readyz_failed": poller.failed, "rss_before_kib": before, "rss_after_kib": after, "rss_peak_kib": peak}
+            "readyz_failed": poller.failed, "rss_before_kib": before, "rss_after_kib": after, "rss_peak_kib": peak,
+            "stored_objects": objects, "stored_bytes": stored_bytes}
 
 
 def summarise(r: dict, args: argparse.Namespace, other: dict | None) -> bool:
@@ -202,6 +220,8 @@ def summarise(r: dict, args: argparse.Namespace, other: dict | None) -> bool:
     ratio = r["rss_after_kib"] / r["rss_before_kib"]
     print(f"  RSS: before {r['rss_before_kib'] / 1024:.0f} MiB, after {r['rss_after_kib'] / 1024:.0f} MiB "
           f"(peak {r['rss_peak_kib'] / 1024:.0f} MiB): after/before {ratio:.2f}x")
+    if "stored_objects" in r:
+        print(f"  left stored by the soak: {r['stored_objects']} objects, {r['stored_bytes'] / 2**20:.0f} MiB of JSON")
     targets = [("0 x 5xx" + (" except where upstream answers 5xx" if other else " (no --against run)"),
                 not open_fives), ("/readyz never over 1 s", r["readyz_worst_s"] <= 1.0),
                ("RSS after <= 1.5 x before", ratio <= 1.5)]

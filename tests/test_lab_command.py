@@ -70,6 +70,16 @@ def test_command_line_opens_the_lab_on_loopback_with_this_python(tmp_path):
     assert "--allow-root" not in argv and not any("token" in a.lower() for a in argv)  # token only in the env
 
 
+def test_autosave_is_off_through_an_app_settings_folder_only_this_command_passes(tmp_path):
+    d = lab.settings_dir(str(tmp_path))
+    assert json.loads((d / "overrides.json").read_text()) == {
+        "@jupyterlab/docmanager-extension:plugin": {"autosave": False}}
+    argv = lab.build_argv(tmp_path, None, 8888, no_browser=True, as_root=False, settings=d)
+    assert f"--LabApp.app_settings_dir={d}" in argv
+    assert not any("app_settings_dir" in a for a in lab.build_argv(tmp_path, None, 8888, no_browser=True,
+                                                                   as_root=False))
+
+
 def test_command_line_without_labs_or_browser_flag_as_root(tmp_path):
     argv = lab.build_argv(tmp_path, None, 8888, no_browser=False, as_root=True)
     assert "--LabApp.default_url=/lab" in argv and "--allow-root" in argv and "--no-browser" not in argv

@@ -1,9 +1,10 @@
 """Every lab is stored so that nbval's comparison means something, and the one sanitize file is read as intended.
 
-``./scripts/test`` runs the labs under ``pytest --nbval-lax --nbval-current-env`` (with
-``--nbval-sanitize-with labs/nbval-sanitize.cfg`` when that file exists). nbval-lax fails a lab on any
-error and compares the stored outputs of ``# NBVAL_CHECK_OUTPUT`` cells only, and only of cells that
-have an execution count. These checks catch, without a kernel, the ways a lab would pass vacuously or
+``./scripts/test`` runs the labs with answers, labs/solutions/, under ``pytest --nbval-lax
+--nbval-current-env`` (with ``--nbval-sanitize-with labs/nbval-sanitize.cfg`` when that file exists).
+nbval-lax fails a lab on any error and compares the stored outputs of cells tagged ``nbval-check-output``
+only, and only of cells that have an execution count. The markers are cell tags, not source comments, so
+a learner sees no test plumbing. These checks catch, without a kernel, the ways a lab would pass vacuously or
 drift: unrun cells, a stale out-of-order run, no checked cell, or a sanitizer line nbval silently skips.
 """
 
@@ -16,16 +17,14 @@ import nbformat
 import pytest
 
 LABS = Path(__file__).resolve().parents[1] / "labs"
-NOTEBOOKS = sorted(LABS.glob("*.ipynb"))
+NOTEBOOKS = sorted((LABS / "solutions").glob("*.ipynb"))
 SANITIZE = LABS / "nbval-sanitize.cfg"
-CHECK_MARK = ("# NBVAL_CHECK_OUTPUT", "nbval-check-output")
-RAISES_MARK = ("# NBVAL_RAISES_EXCEPTION", "nbval-raises-exception", "raises-exception")
+CHECK_MARK = ("nbval-check-output",)
+RAISES_MARK = ("nbval-raises-exception", "raises-exception")
 
 
 def _marked(cell, marks: tuple[str, ...]) -> bool:
-    first = cell.source.lstrip().splitlines()[:3]
-    tags = cell.get("metadata", {}).get("tags", [])
-    return any(line.strip() == m for line in first for m in marks) or any(t in marks for t in tags)
+    return any(t in marks for t in cell.get("metadata", {}).get("tags", []))
 
 
 def _code(path: Path):
@@ -67,8 +66,14 @@ def test_lab_has_no_stored_errors_except_where_marked(path: Path):
 def test_lab_has_checked_cells_with_stored_outputs(path: Path):
     """nbval-lax compares only marked cells; a lab with none (or a marked cell with no output) checks nothing."""
     checked = [c for c in _code(path) if _marked(c, CHECK_MARK)]
-    assert checked, "no # NBVAL_CHECK_OUTPUT cell"
+    assert checked, "no cell tagged nbval-check-output"
     assert all(c.outputs for c in checked), [c.source.splitlines()[0] for c in checked if not c.outputs]
+
+
+@labs
+def test_nbval_markers_are_tags_not_source_comments(path: Path):
+    """nbval also reads ``# NBVAL_...`` comments; the labs keep them out of what learners read."""
+    assert not [c.source.splitlines()[0] for c in _code(path) if re.search(r"#\s*NBVAL_", c.source)]
 
 
 @labs

@@ -3,14 +3,22 @@
 The first lab must open and run with no other step, so this command (a) starts Lab with this interpreter
 (``python -m jupyterlab``), not whatever ``jupyter`` is first on PATH, (b) makes sure the ``python3``
 kernel the notebooks name resolves to this environment's python (installing the kernel spec into this
-environment if it does not), (c) opens ``01-*.ipynb`` (or the lab asked for), and (d) prints the URL,
-token included, before Jupyter's own log starts.
+environment if it does not), (c) opens ``01-*.ipynb`` (or the lab asked for), (d) prints the URL,
+token included, before Jupyter's own log starts, and (e) turns JupyterLab's autosave off.
+
+Autosave: the labs in ``labs/`` are generated learner copies tracked by git (``scripts/learner-copies``).
+With autosave on, Run All wrote every output back into them after two minutes, so merely running a lab
+left ``git status`` dirty and the next ``git pull`` in conflict. With it off, a lab changes on disk only
+when the learner saves (File > Save, or Save As to keep a copy elsewhere); ``git checkout labs/`` resets
+it. The setting is an ``overrides.json`` in an app-settings folder of this environment that only this
+command passes to JupyterLab (``--LabApp.app_settings_dir``); a JupyterLab started otherwise is unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import secrets
 import socket
@@ -22,6 +30,8 @@ from mockgpu.errors import MockgpuError
 
 DEFAULT_PORT = 8888
 KERNEL_NAME = "python3"  # what every lab's metadata names
+# JupyterLab's settings overrides (plugin id -> settings), as JupyterLab reads them from overrides.json
+OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False}}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,11 +101,23 @@ def lab_path(d: Path, notebook: Path | None) -> str:
     return f"/lab/tree/{notebook.relative_to(d).as_posix()}" if notebook else "/lab"
 
 
+def settings_dir(prefix: str = sys.prefix) -> Path:
+    """The app-settings folder ``mockgpu lab`` gives JupyterLab: ``overrides.json`` = ``OVERRIDES`` (autosave
+    off), in this environment (``<prefix>/share/mockgpu/jupyterlab-settings``), rewritten on every start."""
+    d = Path(prefix) / "share" / "mockgpu" / "jupyterlab-settings"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "overrides.json").write_text(json.dumps(OVERRIDES, indent=1) + "\n", encoding="utf-8")
+    return d
+
+
 def build_argv(d: Path, notebook: Path | None, port: int, *, no_browser: bool, as_root: bool,
-               python: str = sys.executable) -> list[str]:
-    """The JupyterLab command line (the token goes in the environment, not here, so ``ps`` does not show it)."""
+               python: str = sys.executable, settings: Path | None = None) -> list[str]:
+    """The JupyterLab command line (the token goes in the environment, not here, so ``ps`` does not show it);
+    ``settings``: an app-settings folder (``settings_dir()``)."""
     argv = [python, "-m", "jupyterlab", f"--ServerApp.root_dir={d}", f"--LabApp.default_url={lab_path(d, notebook)}",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    if settings is not None:
+        argv.append(f"--LabApp.app_settings_dir={settings}")
     if no_browser:
         argv.append("--no-browser")
     if as_root:  # containers often run as root; Jupyter refuses that unless told
@@ -151,9 +173,11 @@ def run(args: argparse.Namespace) -> int:
     port = choose_port(args.port)
     token = os.environ.get("JUPYTER_TOKEN") or secrets.token_hex(24)
     os.environ["JUPYTER_TOKEN"] = token
-    argv = build_argv(d, notebook, port, no_browser=args.no_browser, as_root=os.geteuid() == 0)
+    argv = build_argv(d, notebook, port, no_browser=args.no_browser, as_root=os.geteuid() == 0,
+                      settings=settings_dir())
     url = f"http://127.0.0.1:{port}{lab_path(d, notebook)}?token={token}"
-    print(f"mockgpu lab: JupyterLab on {d}\n\n    {url}\n\n(open that URL if no browser opens; Ctrl-C stops it)\n",
+    print(f"mockgpu lab: JupyterLab on {d}\n\n    {url}\n\n(open that URL if no browser opens; Ctrl-C stops it)\n"
+          "Autosave is off: running a lab changes nothing on disk; File > Save keeps your answers.\n",
           flush=True)
     os.execv(argv[0], argv)
     return 0  # not reached

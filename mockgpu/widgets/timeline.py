@@ -8,7 +8,7 @@ the Pod objects (a deleted pod is forgotten, as the API forgets it). Simplified:
 allocatable for the whole wait (nodes added or removed meanwhile are not replayed).
 
 Prices (USD per GPU-hour, on-demand, us-east-1, AWS list prices via ``cloud_on_demand_prices`` of the
-project's MIG reference, ``/work/shared/reference/mig-profiles.json``; sources there:
+project's MIG reference, copied to ``mockgpu/gpu/data/mig-profiles.json``; sources there:
 github.com/tsaol/aws-gpu data from instances.vantage.sh, 2025-11-30 / 2025-12-21):
 A100-80GB 3.4309 (p4de.24xlarge 27.44705 / 8), A100-40GB 2.7447 (p4d.24xlarge / 8),
 H100-80GB 6.88 (p5.48xlarge 55.04 / 8), H200 7.912 (p5en.48xlarge / 8).
@@ -34,7 +34,8 @@ from mockgpu.widgets.snapshot import (
 )
 
 PRICE_SOURCE = ("AWS on-demand list price per GPU-hour, us-east-1: the instance's hourly price / its 8 GPUs "
-                "(p4de.24xlarge $27.44705/h for A100-80GB; instances.vantage.sh data of 2025-11-30)")
+                "(p4de.24xlarge $27.44705/h for A100-80GB; instances.vantage.sh data of 2025-11-30, copied in "
+                "cloud_on_demand_prices of mockgpu/gpu/data/mig-profiles.json)")
 USD_PER_GPU_HOUR = {"A100-80GB": 3.4309, "A100-40GB": 2.7447, "H100-80GB": 6.88, "H200": 7.912}
 DEFAULT_PRICE_KEY = "A100-80GB"
 

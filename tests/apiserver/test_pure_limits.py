@@ -169,3 +169,21 @@ def test_each_event_is_encoded_once_for_all_watchers(tmp_path):
     for w in watchers:
         hub.unsubscribe(w)
     assert hub.count() == 0 and hub.cached_lines() == 0
+
+
+@pytest.mark.parametrize("writes,size,history,history_bytes,retained", [
+    (50, 1000, 10000, 10**9, 50),  # far under both bounds: everything is kept
+    (50, 1000, 10, 10**9, 10),  # the count bound, in batches: 50 writes leave the last 10
+    (50, 100_000, 10000, 1_000_000, 8),  # the byte bound: down to 9/10 of 1 MB of ~100 kB events
+    (3, 400_000, 10000, 300_000, 1),  # one event over the bound alone is still kept (the newest)
+])
+def test_history_is_bounded_by_count_and_by_bytes(tmp_path, writes, size, history, history_bytes, retained):
+    store = Store(tmp_path / "s.db", history=history, history_bytes=history_bytes)
+    for i in range(writes):
+        store.create("configmaps", {"metadata": {"name": f"c{i}", "namespace": "default"}, "data": {"a": "x" * size}})
+    kept = list(store.history_after(0, "configmaps"))
+    assert len(kept) == pytest.approx(retained, abs=1) and kept[-1].rv == store.rv
+    assert store.compacted == (kept[0].rv - 1 if len(kept) < writes else 0)
+    assert store._bytes <= max(history_bytes, size + 200)
+    reopened = Store(tmp_path / "s.db", history=history, history_bytes=history_bytes)  # what a restart finds
+    assert [e.rv for e in reopened.history_after(0, "configmaps")] == [e.rv for e in kept]

@@ -52,6 +52,7 @@ from mockgpu.control.apiserver.request import (
     verb_of,
     wants_table,
 )
+from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import default_and_validate
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
@@ -315,15 +316,20 @@ class APIApp:
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         for obj in list(self.select(request.query, t.info, t.namespace)):
             meta = obj["metadata"]
-            self.api.delete(t.info, meta.get("namespace", ""), meta["name"], opts)
+            try:
+                self.api.delete(t.info, meta.get("namespace", ""), meta["name"], opts)
+            except st.StatusError as err:
+                if err.code != 404:  # deleted meanwhile: gone is what was asked (as upstream's DeleteCollection)
+                    raise
+            # one delete (one committed transaction) at a time, then the other requests get their turn: a
+            # large collection must not hold /readyz and every other client (upstream deletes in workers)
+            await asyncio.sleep(0)
         return json_response(st.success_status())
 
     # ---- reads -------------------------------------------------------------------------------------------
 
     def matcher(self, q: Any, info: ResourceInfo) -> Any:
         """A predicate for the request's labelSelector and fieldSelector (400 when malformed)."""
-        from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
-
         labels = parse_label_selector(q.get("labelSelector", ""))
         text = q.get("fieldSelector", "")
         if info.group == "events.k8s.io":

@@ -5,8 +5,11 @@ appends a watch event and advances the cluster-wide ``resourceVersion`` counter;
 caller answers the client, so nothing acknowledged is lost when the control plane is killed and restarted
 (``synchronous=NORMAL`` in WAL mode survives a process crash; only an OS crash may lose the last commits).
 
-The most recent ``history`` events are kept both in memory and in the ``events`` table, so a watch can
-resume from any version newer than ``compacted`` — also after a restart; older versions get 410 Gone.
+The most recent ``history`` events — and no more than ``history_bytes`` of their JSON, so that a few large
+objects written many times cannot pin hundreds of MiB — are kept both in memory and in the ``events``
+table, so a watch can resume from any version newer than ``compacted`` — also after a restart; older
+versions get 410 Gone, as from kube-apiserver once etcd has compacted them (its watch cache too is bounded,
+by capacity and by age).
 
 The store is used from one thread (the server's event loop); callers treat returned objects as read-only.
 """
@@ -26,6 +29,7 @@ from mockgpu.privatefs import secure_sqlite
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
+HISTORY_BYTES = 16 * 2**20  # JSON of the retained events (object and old object)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -47,6 +51,25 @@ class Event:
     old: Obj | None  # the object before a MODIFIED or DELETED; None for ADDED
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """A retained event as the ``events`` table holds it."""
+
+    rv: int
+    type: str
+    resource: str
+    data: str
+    old: str | None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) + len(self.old or "")
+
+    def event(self) -> Event:
+        return Event(self.rv, self.type, self.resource, json.loads(self.data),
+                     json.loads(self.old) if self.old else None)
+
+
 def key_of(obj: Obj) -> Key:
     meta = obj["metadata"]
     return meta.get("namespace") or "", meta["name"]
@@ -55,9 +78,10 @@ def key_of(obj: Obj) -> Key:
 class Store:
     """Objects by resource and (namespace, name), a resourceVersion counter and a bounded event history."""
 
-    def __init__(self, path: str | Path, *, history: int = 10000) -> None:
+    def __init__(self, path: str | Path, *, history: int = 10000, history_bytes: int = HISTORY_BYTES) -> None:
         self.path = str(path)
         self.history_size = history
+        self.history_bytes = history_bytes
         if self.path != ":memory:":
             secure_sqlite(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take that mode
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -70,10 +94,12 @@ class Store:
         self.compacted = self._meta("compacted")
         for resource, ns, name, data in self._db.execute("SELECT resource, namespace, name, data FROM objects"):
             self._objects.setdefault(resource, {})[(ns, name)] = json.loads(data)
-        self._history: deque[Event] = deque()
-        rows = self._db.execute("SELECT rv, type, resource, data, old FROM events ORDER BY rv").fetchall()
-        for rv, typ, resource, data, old in rows:
-            self._history.append(Event(rv, typ, resource, json.loads(data), json.loads(old) if old else None))
+        # retained events as their stored JSON (decoded only when a watch resumes from them: a third of the
+        # memory of the objects), and the sum of their sizes
+        self._history: deque[_Stored] = deque()
+        self._bytes = 0
+        for row in self._db.execute("SELECT rv, type, resource, data, old FROM events ORDER BY rv"):
+            self._retain(_Stored(*row))
 
     def _meta(self, key: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -110,7 +136,7 @@ class Store:
                 else:
                     hi = mid
             start = lo
-        return (e for i, e in enumerate(self._history) if i >= start and e.resource == resource)
+        return (e.event() for i, e in enumerate(self._history) if i >= start and e.resource == resource)
 
     # ---- writes ------------------------------------------------------------------------------------------
 
@@ -141,7 +167,8 @@ class Store:
                 db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?)", (resource, ns, name, data))
             db.execute("INSERT INTO events VALUES (?,?,?,?,?)", (rv, typ, resource, data, old_data))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (rv,))
-            compact_to = self._compaction_point(rv)
+            stored = _Stored(rv, typ, resource, data, old_data)
+            compact_to = self._compaction_point(rv, stored.size)
             if compact_to:
                 db.execute("DELETE FROM events WHERE rv <= ?", (compact_to,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (compact_to,))
@@ -155,19 +182,31 @@ class Store:
             objs.pop((ns, name), None)
         else:
             objs[(ns, name)] = obj
-        event = Event(rv, typ, resource, obj, old)
-        self._history.append(event)
+        self._retain(stored)
         if compact_to:
             while self._history and self._history[0].rv <= compact_to:
-                self._history.popleft()
+                self._bytes -= self._history.popleft().size
             self.compacted = compact_to
+        event = Event(rv, typ, resource, obj, old)
         for listener in self.listeners:
             listener(event)
         return obj
 
-    def _compaction_point(self, rv: int) -> int:
-        """Drop history in batches (a tenth of its size) once it exceeds its bound."""
+    def _retain(self, stored: _Stored) -> None:
+        self._history.append(stored)
+        self._bytes += stored.size
+
+    def _compaction_point(self, rv: int, size: int) -> int:
+        """The version up to which history goes, or 0: in batches (a tenth of its bound) once the count
+        exceeds ``history``, or when the bytes with the new event would exceed ``history_bytes`` (then down
+        to nine tenths of it; the new event itself is always kept)."""
         slack = max(1, self.history_size // 10)
-        if len(self._history) + 1 <= self.history_size + slack:
-            return 0
-        return rv - self.history_size
+        point = rv - self.history_size if len(self._history) + 1 > self.history_size + slack else 0
+        if self._bytes + size > self.history_bytes:
+            budget, kept = self.history_bytes * 9 // 10 - size, 0
+            for stored in reversed(self._history):
+                kept += stored.size
+                if kept > budget:
+                    point = max(point, stored.rv)
+                    break
+        return point
