@@ -3,6 +3,10 @@
 Each widget is a pure view model (``clustermap``, ``submit``, ``inspector``, ``memory``, ``timeline``:
 functions from API objects to dataclasses, testable without a browser), HTML rendering (``render``)
 and a thin ipywidgets shell (``panels``) that redraws on ``refresh()`` or from API watches (``live``).
+A panel displayed in a notebook follows its cluster by itself (one shared watcher per cluster, stopped by
+``LabCluster.close()`` or the kernel exiting); ``panel.freeze()`` is a still picture of one step of a lab.
+Every displayed widget carries its HTML as a ``text/html`` fallback, so a stored notebook shows pictures
+before it runs. ``costclock`` is lab 01's bill of a wait; ``progress`` the first cell's start-up steps.
 
 >>> client = connect()                     # doctest: +SKIP
 >>> ClusterMap(client).refresh()           # doctest: +SKIP

@@ -216,7 +216,8 @@ class SubmitPanel(Panel):
                  namespace: str = "default", *, live: bool = True) -> None:
         super().__init__(client, live)
         self.namespace = namespace
-        self.scenario = w.Dropdown(description="scenario", options=list(SCENARIOS), value="inspect")
+        # train runs until deleted, so the map shows it (an inspect pod is done within a second)
+        self.scenario = w.Dropdown(description="scenario", options=list(SCENARIOS), value="train")
         self.gpus = w.BoundedIntText(description="GPUs", value=1, min=0, max=64)
         self.resource = w.Dropdown(description="resource", options=["nvidia.com/gpu"], value="nvidia.com/gpu")
         self.scheduler = w.Dropdown(description="scheduler", options=profiles or ["default-scheduler"])

@@ -120,7 +120,9 @@ def cluster_map_html(m: ClusterMapModel) -> str:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     th = "".join(f'<th style="text-align:left;padding:2px 6px">{escape(h)}</th>' for h in header)
-    trs = "".join("<tr>" + "".join(f'<td style="padding:2px 6px">{c}</td>' for c in r) + "</tr>" for r in rows)
+    # text-align: JupyterLab's rendered-HTML style right-aligns table cells
+    trs = "".join("<tr>" + "".join(f'<td style="padding:2px 6px;text-align:left">{c}</td>' for c in r) + "</tr>"
+                  for r in rows)
     return f'<table style="border-collapse:collapse"><tr>{th}</tr>{trs}</table>'
 
 

@@ -31,15 +31,15 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
-    """A JupyterLab serving output-free copies of the labs with answers (labs/solutions: their checks say
-    Correct), stopped (kernels too) after the module."""
+    """A JupyterLab serving output-free copies of labs/: the learner's copies and, in solutions/, the labs
+    with answers (their checks say Correct); stopped (kernels too) after the module."""
     reason = _missing()
     if reason:
         pytest.skip(reason)
     from labserver import LabServer, copy_labs_without_outputs
 
     tmp = tmp_path_factory.mktemp("jupyterlab")
-    copy_labs_without_outputs(LABS / "solutions", tmp / "labs")
+    copy_labs_without_outputs(LABS, tmp / "labs")
     server = LabServer(root=tmp / "labs", home=tmp / "home")
     try:
         server.start()

@@ -54,7 +54,7 @@ def copy_labs_without_outputs(src: Path, dst: Path) -> list[Path]:
     """Copy every notebook (and other files) of ``src`` to ``dst``, with outputs and counts cleared,
     so whatever the browser shows after "Run All Cells" was produced by this run, not stored."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    notebooks = sorted(dst.glob("*.ipynb"))
+    notebooks = sorted(dst.rglob("*.ipynb"))  # the learner copies and labs/solutions/
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:

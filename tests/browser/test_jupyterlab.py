@@ -1,7 +1,7 @@
 """The labs in a real browser: JupyterLab + Debian's chromium, Run → Run All Cells, then look at what rendered.
 
-The notebooks are the learner's copies in labs/ (answers blank: each exercise's check says what to fill in), as
-``./scripts/lab`` opens them.
+Labs 08 and 09 run as the learner's copies in labs/ (answers blank: each exercise's check says what to fill
+in), as ``./scripts/lab`` opens them; the others as the labs with answers in labs/solutions/.
 
 nbval proves each lab runs and prints the right answers; only a browser shows that the outputs render
 (matplotlib images, ipywidgets views, which need Lab's widget manager). The notebooks are served without
@@ -29,12 +29,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 @dataclass(frozen=True)
 class LabCase:
-    pattern: str  # glob in labs/solutions/ (the labs with answers), e.g. "01-*.ipynb"
+    pattern: str  # glob of the notebook, e.g. "01-*.ipynb"
     check: Callable  # (page) -> None, asserts on what rendered
+    folder: str = "solutions"  # "solutions": the lab with answers; "": the learner's copy in labs/
 
     def notebook(self) -> str | None:
-        found = sorted((LABS / "solutions").glob(self.pattern))
-        return found[0].name if found else None
+        """The notebook's path relative to labs/ (and to the served copy of it)."""
+        found = sorted((LABS / self.folder).glob(self.pattern))
+        return str(found[0].relative_to(LABS)) if found else None
 
 
 def chips_outside_their_tile(cmap) -> list[str]:
@@ -77,6 +79,25 @@ def check_lab01(page) -> None:
     docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(".mockgpu-costclock")).first,
                     "lab01-cost-clock.png")
     assert not chips_outside_their_tile(workers)  # a chip once spilled out of its tile (fixed in render.py)
+
+
+def check_lab02(page) -> None:
+    """Lab 02: the live submit panel still shows the API server refusing half a GPU after Run All (a refused
+    pod does not exist, the outcome stays), and the snapshot map of the cluster's four nodes."""
+    refused = page.locator(".jp-OutputArea-output .mockgpu-outcome[data-kind='refused']").first
+    expect(refused).to_contain_text("half-gpu", timeout=30_000)
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(cmap.locator(".mockgpu-node")).to_have_count(4)
+    docs_screenshot(page.locator(".jp-OutputArea-output .widget-vbox",
+                                 has=page.locator(".mockgpu-outcome")).first, "lab02-submit-refused.png")
+    docs_screenshot(cmap, "lab02-cluster-map.png")
+
+
+def check_lab05(page) -> None:
+    """Lab 05: the snapshot map shows the 2-GPU pod on the two GPUs the device plugin preferred."""
+    cmap = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(cmap.locator(".mockgpu-gpu .mockgpu-replica[data-pod='default/pair']")).to_have_count(2, timeout=30_000)
+    docs_screenshot(cmap, "lab05-nvlink-pair.png")
 
 
 def check_lab03(page) -> None:
@@ -161,6 +182,7 @@ def check_lab08(page) -> None:
     # the learner's copy: the starter policy spreads and its check says so; the instructor's check is not there
     assert "Not yet:" in text and "points short of Best-fit" in text
     assert "Well done" not in text
+    docs_screenshot(images.nth(1), "lab08-allocation-curves.png")
 
 
 def check_lab09(page) -> None:
@@ -170,6 +192,8 @@ def check_lab09(page) -> None:
     claims = page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem'] .mockgpu-claims")
     expect(claims).to_contain_text("claim one-40g (request gpu): gpu-0", timeout=30_000)
     expect(claims).to_contain_text("NVIDIA_VISIBLE_DEVICES=GPU-")
+    docs_screenshot(page.locator(".jp-OutputArea-output .mockgpu-inspector[data-pod='default/big-mem']"),
+                    "lab09-dra-claims.png")
     # the cluster map: both-0's GPU 3 cut into the two MIG instances the claims got, at their slices
     cmap = page.locator(".jp-OutputArea-output .mockgpu-clustermap").first
     gpu3 = cmap.locator(".mockgpu-node[data-node='both-0'] .mockgpu-gpu[data-index='3']")
@@ -184,12 +208,14 @@ def check_lab09(page) -> None:
 
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
+    LabCase("02-*.ipynb", check_lab02),
     LabCase("03-*.ipynb", check_lab03),
     LabCase("04-*.ipynb", check_lab04),
+    LabCase("05-*.ipynb", check_lab05),
     LabCase("06-*.ipynb", check_lab06),
     LabCase("07-*.ipynb", check_lab07),
-    LabCase("08-*.ipynb", check_lab08),
-    LabCase("09-*.ipynb", check_lab09),
+    LabCase("08-*.ipynb", check_lab08, folder=""),  # the learner's copies: their checks expect blank answers
+    LabCase("09-*.ipynb", check_lab09, folder=""),
 ]
 
 
