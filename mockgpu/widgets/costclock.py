@@ -1,9 +1,10 @@
 """The bill you can feel: a clock of what idle GPUs cost while a pod waits, that the learner can speed up.
 
 ``CostClock(idle_gpus=8, usd_per_gpu_hour=3.4309)`` shows the wait so far and its price (idle GPUs x
-hours x price), ticking in real time or faster (1 minute, 10 minutes or 1 hour of waiting per second), and
-a chart of the cost against the wait, from 0 to ``chart_minutes`` with the 11 minutes of the article's
-pending job marked. The clock starts at 0, stopped (so a stored notebook is the same from run to run): the
+hours x price), ticking in real time or faster (1 or 10 minutes of waiting per second) up to ``chart_minutes``
+(an hour: the clock stops there, so that lab 01's exercise on six hours stays the learner's to work out),
+and a chart of the cost against the wait over that hour with the 11 minutes of the article's pending job
+marked. The clock starts at 0, stopped (so a stored notebook is the same from run to run): the
 learner presses *start*. It runs on one background thread (4 ticks a second) once displayed; ``stop()``, or
 the interpreter exiting, ends it.
 """
@@ -23,7 +24,7 @@ from matplotlib.figure import Figure  # a Figure, not pyplot: no backend is chos
 from mockgpu.widgets.panels import with_fallback
 from mockgpu.widgets.render import FONT
 
-SPEEDS = (("real time", 1), ("1 min/s", 60), ("10 min/s", 600), ("1 h/s", 3600))
+SPEEDS = (("real time", 1), ("1 min/s", 60), ("10 min/s", 600))
 ARTICLE_WAIT_MIN = 11  # the article's job waited 11 minutes
 TICK_S = 0.25
 
@@ -98,9 +99,12 @@ class CostClock:
                                                         else ("start the clock", "play"))
 
     def tick(self, dt: float) -> None:
-        """Advance the clock by ``dt`` real seconds at the chosen speed (while running)."""
+        """Advance the clock by ``dt`` real seconds at the chosen speed (while running), up to its last minute."""
         if self.running.value:
-            self.set_wait(self.waited_s + dt * self.speed.value)
+            end = self.chart_minutes * 60.0
+            self.set_wait(min(end, self.waited_s + dt * self.speed.value))
+            if self.waited_s >= end:
+                self.running.value = False
 
     def _run(self) -> None:
         while not self._stopped.wait(TICK_S):

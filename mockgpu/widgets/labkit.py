@@ -178,7 +178,7 @@ class LabCluster:
             progress.step("waiting for every node to publish its GPUs")
             gpus = self._wait_published()
             progress.finish_step("every node published its GPUs")
-        progress.done(f"cluster {self.name} ready: {len(self.spec_nodes())} nodes, {gpus} GPUs "
+        progress.done(f"cluster {self.name} ready: {_count(len(self.spec_nodes()), 'node')}, {_count(gpus, 'GPU')} "
                       f"(it lives until lab.close() or the kernel stops)")
         return self
 
@@ -394,8 +394,8 @@ class LabCluster:
                     "Deployments it created")
         if self.cluster is None:
             return f"cluster {self.name} is deleted"
-        return (f"cluster {self.name} is up ({len(self.spec_nodes())} nodes): the live widgets keep following it. "
-                f"It is deleted when this notebook's kernel stops; lab.close() deletes it now.")
+        return (f"cluster {self.name} is up ({_count(len(self.spec_nodes()), 'node')}): the live widgets keep "
+                f"following it. It is deleted when this notebook's kernel stops; lab.close() deletes it now.")
 
     def close(self) -> None:
         """Stop the widgets following this cluster and delete it (an external one: delete the lab's pods).
@@ -430,3 +430,7 @@ class _KindLabCluster:
 
     def delete(self) -> None:
         self.backend.down(self.name)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -22,21 +22,26 @@ def test_a_tick_advances_the_wait_at_the_chosen_speed_only_while_running():
     assert clock.running.description == "pause"
     clock.tick(1.0)
     assert clock.waited_s == 60
-    clock.speed.value = 3600
-    clock.tick(0.5)
+    clock.speed.value = 600
+    clock.tick(3.0)
     assert clock.waited_s == 60 + 1800
     assert f"${cost_usd(8, 1860, 3.4309):,.2f}" in clock.readout.value and "0:31:00" in clock.readout.value
+    clock.tick(10.0)  # the clock stops at the end of its hour: six hours stay the exercise's to work out
+    assert clock.waited_s == 3600 and not clock.running.value
+    clock.running.value = True
+    clock.tick(1.0)
+    assert clock.waited_s == 3600
 
 
 def test_the_clock_thread_ticks_while_displayed_and_stops():
-    clock = CostClock(8, 3.4309, speed=3600, running=True)
+    clock = CostClock(8, 3.4309, speed=600, running=True)
     bundle = clock._repr_mimebundle_()
     try:
         assert "text/html" in bundle and "data:image/png;base64," in bundle["text/html"]
         deadline = time.monotonic() + 5
-        while clock.waited_s < 3600 and time.monotonic() < deadline:
+        while clock.waited_s < 600 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert clock.waited_s >= 3600
+        assert clock.waited_s >= 600
     finally:
         clock.stop()
     clock._thread.join(2)
