@@ -1,0 +1,118 @@
+"""The sandbox probe (``mockgpu.control.kubelet.sandboxprobe``): where the workload sandbox cannot be built --
+bwrap missing, or a bwrap that fails as the real one does under Docker's default seccomp -- ``mockgpu up`` and
+``LabCluster.start()`` fail with one line naming the cause and the fix and start nothing; where it can (this
+machine: bootstrap installs bubblewrap), ``up`` says which sandbox pods run under and starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mockgpu.control.kubelet import sandboxprobe
+from mockgpu.errors import MockgpuError
+from mockgpu.widgets.labkit import LabCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(120)
+
+# What bubblewrap 0.8 prints, as root, in a container under Docker's default seccomp profile (issue 23).
+SECCOMP_BWRAP = """#!/bin/sh
+case "$1" in --version) echo "bubblewrap 0.8.0"; exit 0;; --help) exit 0;; esac
+echo "bwrap: Creating new namespace failed: Operation not permitted" >&2
+exit 1
+"""
+
+
+def fake_path(tmp_path: Path, *, bwrap: str | None) -> Path:
+    """A PATH directory holding only ``bwrap`` (a script), or nothing at all."""
+    d = tmp_path / "path"
+    d.mkdir()
+    if bwrap is not None:
+        (d / "bwrap").write_text(bwrap)
+        (d / "bwrap").chmod(0o755)
+    return d
+
+
+def mockgpu(home: Path, path: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MOCKGPU_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": path}
+    return subprocess.run([sys.executable, "-m", "mockgpu.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=90)
+
+
+@pytest.mark.parametrize(("cause", "as_root", "container", "fix"), [
+    ("bwrap not found on PATH", True, False, "apt-get install bubblewrap"),
+    ("setpriv not found (Debian: util-linux)", True, True, "apt-get install util-linux"),
+    ("bwrap: Creating new namespace failed: Operation not permitted", True, True,
+     f"`docker run {sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged), or as a non-root user with "
+     f"`{sandboxprobe.DOCKER_FIX_USER}`"),
+    ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
+     "user namespaces.", False, True, f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (or --privileged)"),
+    ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
+     "user namespaces.", False, False, "sysctl kernel.unprivileged_userns_clone=1"),
+    ("bwrap: something else entirely", False, False, "The workload sandbox"),
+], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "unknown"])
+def test_the_fix_follows_the_cause_and_the_place(cause, as_root, container, fix):
+    line = sandboxprobe.refusal(f"workload sandbox unavailable: {cause}", as_root=as_root, container=container)
+    assert "\n" not in line
+    assert line.startswith("no pod can start here: the workload sandbox is unavailable (")
+    assert cause.split(";")[0] in line and fix in line
+
+
+def test_a_bwrap_refused_by_seccomp_fails_the_probe_with_the_docker_options(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandboxprobe, "in_container", lambda: True)
+    bwrap = fake_path(tmp_path, bwrap=SECCOMP_BWRAP) / "bwrap"
+    verdict = sandboxprobe.probe(str(bwrap))
+    assert not verdict.ok
+    assert "Creating new namespace failed: Operation not permitted" in verdict.line
+    assert "seccomp=unconfined" in verdict.line
+
+
+def test_the_probe_passes_on_this_machine():
+    verdict = sandboxprobe.probe()
+    assert verdict.ok, verdict.line
+    assert verdict.line.startswith("sandbox: bubblewrap ")
+
+
+@pytest.mark.parametrize("bwrap", [None, SECCOMP_BWRAP], ids=["missing", "seccomp"])
+def test_up_fails_in_one_line_and_starts_nothing(tmp_path, bwrap):
+    home = tmp_path / "home"
+    r = mockgpu(home, str(fake_path(tmp_path, bwrap=bwrap)), "up", "--name", "nopods")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (")
+    if bwrap is None:
+        assert "bwrap not found on PATH" in lines[0] and "apt-get install bubblewrap" in lines[0]
+    else:
+        assert "Creating new namespace failed: Operation not permitted" in lines[0]
+    assert not (home / "nopods").exists()
+
+
+def test_up_says_which_sandbox_then_starts(tmp_path):
+    home = tmp_path / "home"
+    up = mockgpu(home, os.environ["PATH"], "up", "--name", "probed")
+    try:
+        assert up.returncode == 0, up.stderr
+        lines = up.stdout.strip().splitlines()
+        assert lines[0].startswith("sandbox: bubblewrap ") and "pods run as" in lines[0]
+        assert lines[1].startswith("cluster 'probed' (embedded, 0 nodes in its spec): running")
+    finally:
+        down = mockgpu(home, os.environ["PATH"], "down", "--name", "probed")
+    assert down.returncode == 0, down.stderr
+
+
+def test_lab_cluster_shows_the_same_line_instead_of_starting(tmp_path, monkeypatch):
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    monkeypatch.delenv("MOCKGPU_BACKEND", raising=False)
+    monkeypatch.setenv("PATH", str(fake_path(tmp_path, bwrap=None)))
+    lab = LabCluster("clusters/seed-4x2.yaml", name="labprobe", home=tmp_path / "home")
+    with pytest.raises(MockgpuError) as exc:
+        lab.start()
+    assert str(exc.value) == sandboxprobe.probe().line
+    assert "bwrap not found on PATH" in str(exc.value)
+    assert lab.cluster is None and not (tmp_path / "home" / "labprobe").exists()
