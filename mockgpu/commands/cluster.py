@@ -56,10 +56,7 @@ def run_up(args: argparse.Namespace) -> int:
         if missing:
             raise MockgpuError(missing, exit_code=2)
         if backend.name in SANDBOXED_BACKENDS:  # its pods run here, in the workload sandbox: can it be built?
-            sandbox = probe()
-            if not sandbox.ok:
-                raise MockgpuError(sandbox.line)
-            print(sandbox.line, flush=True)
+            print(probe().check().line, flush=True)
     spec = _spec_for(args)
     name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
     opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,

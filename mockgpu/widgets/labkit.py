@@ -191,9 +191,7 @@ class LabCluster:
         be built no pod would ever start and every check would answer "Not quite", so say why (the same line
         ``mockgpu up`` fails with) instead of starting the cluster. Kind's pods run in kind's containers."""
         if self.backend in SANDBOXED_BACKENDS:
-            sandbox = probe()
-            if not sandbox.ok:
-                raise MockgpuError(sandbox.line)
+            probe().check()  # PodsCannotStart: a notebook shows its one line, not a traceback
 
     def spec_nodes(self) -> list[Any]:
         from mockgpu.backends.embedded.nodes import spec_nodes

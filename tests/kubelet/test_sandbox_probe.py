@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from mockgpu.control.kubelet import sandboxprobe
-from mockgpu.errors import MockgpuError
 from mockgpu.widgets.labkit import LabCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,8 +110,26 @@ def test_lab_cluster_shows_the_same_line_instead_of_starting(tmp_path, monkeypat
     monkeypatch.delenv("MOCKGPU_BACKEND", raising=False)
     monkeypatch.setenv("PATH", str(fake_path(tmp_path, bwrap=None)))
     lab = LabCluster("clusters/seed-4x2.yaml", name="labprobe", home=tmp_path / "home")
-    with pytest.raises(MockgpuError) as exc:
+    with pytest.raises(sandboxprobe.PodsCannotStart) as exc:
         lab.start()
     assert str(exc.value) == sandboxprobe.probe().line
     assert "bwrap not found on PATH" in str(exc.value)
     assert lab.cluster is None and not (tmp_path / "home" / "labprobe").exists()
+
+
+def test_a_notebook_shows_only_the_line(tmp_path):
+    """In IPython (a lab's kernel) the first cell's error is that one line, not a traceback."""
+    code = ("from IPython.core.interactiveshell import InteractiveShell\n"
+            "r = InteractiveShell.instance().run_cell('from mockgpu.widgets import LabCluster\\n"
+            "lab = LabCluster(\"clusters/seed-4x2.yaml\", name=\"labprobe\").start()')\n"
+            "print('error:', type(r.error_in_exec).__name__)\n")
+    env = {**os.environ, "MOCKGPU_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT),
+           "PATH": str(fake_path(tmp_path, bwrap=None))}
+    env.pop("MOCKGPU_KUBECONFIG", None)
+    env.pop("MOCKGPU_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap not found on PATH); "
+        "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)",
+        "error: PodsCannotStart"]

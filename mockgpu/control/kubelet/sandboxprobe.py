@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 from mockgpu.control.kubelet.sandbox import INSTALL_HINT, WORKLOAD_UID, Sandbox, SandboxUnavailable
+from mockgpu.errors import MockgpuError
 
 # What bwrap says when the kernel (or a seccomp filter in front of it) refuses the namespaces it needs:
 # "Creating new namespace failed: Operation not permitted" (root under Docker's default seccomp), "No permissions
@@ -36,12 +37,26 @@ USERNS_FIX = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_us
               "sysctl kernel.apparmor_restrict_unprivileged_userns=0), or start the cluster as root")
 
 
+class PodsCannotStart(MockgpuError):
+    """No pod can start on this machine: the workload sandbox cannot be built. The message is the one line naming
+    the cause and the fix; a notebook (IPython) shows only that line, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"mockgpu: {self}"]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The probe's result: ``ok`` (pods can start) and ``line``, the one line ``up``/``doctor``/the labs show."""
 
     ok: bool
     line: str
+
+    def check(self) -> Verdict:
+        """This verdict, if pods can start; else raise ``PodsCannotStart`` with its line."""
+        if not self.ok:
+            raise PodsCannotStart(self.line)
+        return self
 
 
 def in_container() -> bool:
