@@ -6,6 +6,8 @@ machine: bootstrap installs bubblewrap), ``up`` says which sandbox pods run unde
 from __future__ import annotations
 
 import os
+import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +52,14 @@ def mockgpu(home: Path, path: str, *args: str) -> subprocess.CompletedProcess:
      f"`{sandboxprobe.DOCKER_FIX_USER}`"),
     ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, True, f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (or --privileged)"),
-    ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
+    ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, False, "sysctl kernel.unprivileged_userns_clone=1"),
+    ("bwrap: Creating new namespace failed: Operation not permitted", True, False,
+     f"namespaces are refused here (a container's seccomp profile?): run it with `docker run "
+     f"{sandboxprobe.DOCKER_FIX_ROOT}`"),
     ("bwrap: something else entirely", False, False, "The workload sandbox"),
-], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "unknown"])
+], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "undetected-container-root",
+        "unknown"])
 def test_the_fix_follows_the_cause_and_the_place(cause, as_root, container, fix):
     line = sandboxprobe.refusal(f"workload sandbox unavailable: {cause}", as_root=as_root, container=container)
     assert "\n" not in line
@@ -89,6 +95,27 @@ def test_up_fails_in_one_line_and_starts_nothing(tmp_path, bwrap):
         assert "bwrap not found on PATH" in lines[0] and "apt-get install bubblewrap" in lines[0]
     else:
         assert "Creating new namespace failed: Operation not permitted" in lines[0]
+    assert not (home / "nopods").exists()
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="seccomp_exec.py's filter names x86_64 syscall numbers")
+def test_up_fails_in_one_line_under_a_real_seccomp_refusal(tmp_path):
+    """The real bwrap under a filter that refuses namespaces as Docker's default seccomp profile does: its own
+    message, and the Docker options for this user, in the one line."""
+    real = shutil.which("bwrap")
+    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
+    wrapper = f'#!/bin/sh\nexec {sys.executable} {Path(__file__).parent / "seccomp_exec.py"} {real} "$@"\n'
+    home = tmp_path / "home"
+    r = mockgpu(home, str(fake_path(tmp_path, bwrap=wrapper)), "up", "--name", "nopods")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    want = ("Creating new namespace failed: Operation not permitted" if os.geteuid() == 0 else
+            "No permissions to create new namespace")  # bwrap blames the kernel when not root
+    assert lines[0].startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap: ")
+    assert want in lines[0]
+    fix = sandboxprobe.fix_for(lines[0], as_root=os.geteuid() == 0, container=sandboxprobe.in_container())
+    assert lines[0].endswith(fix) and fix != "see the README's section 'The workload sandbox'"
     assert not (home / "nopods").exists()
 
 

@@ -60,8 +60,16 @@ class Verdict:
 
 
 def in_container() -> bool:
-    """Whether this process runs in a container (Docker's ``/.dockerenv``, Podman's ``/run/.containerenv``)."""
-    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    """Whether this process runs in a container: Docker's ``/.dockerenv``, Podman's ``/run/.containerenv``, a
+    Kubernetes pod's service environment, or PID 1's cgroup naming a container runtime (cgroup v1)."""
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv") or "KUBERNETES_SERVICE_HOST" in os.environ:
+        return True
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8", errors="replace") as f:
+            cgroups = f.read()
+    except OSError:
+        return False
+    return any(word in cgroups for word in ("docker", "containerd", "kubepods", "libpod", "lxc"))
 
 
 def bwrap_version(bwrap: str) -> str:
@@ -94,14 +102,15 @@ def fix_for(cause: str, *, as_root: bool, container: bool) -> str:
     if "setpriv not found" in cause:
         return "install util-linux, which has setpriv (Debian/Ubuntu: apt-get install util-linux)"
     if NAMESPACE_REFUSED.search(cause):
+        # Root is refused namespaces only by a seccomp filter or security module: in practice a container's.
+        where = "this container may not create namespaces" if container else \
+            "namespaces are refused here (a container's seccomp profile?)"
+        if as_root:
+            return (f"{where}: run it with `docker run {DOCKER_FIX_ROOT}` (or --privileged), or as a non-root user "
+                    f"with `{DOCKER_FIX_USER}`")
         if container:
-            if as_root:
-                return (f"this container may not create namespaces: run it with `docker run {DOCKER_FIX_ROOT}` "
-                        f"(or --privileged), or as a non-root user with `{DOCKER_FIX_USER}`")
-            return (f"this container may not create namespaces: run it with `docker run {DOCKER_FIX_USER}` "
-                    f"(or --privileged)")
-        if not as_root:
-            return USERNS_FIX
+            return f"{where}: run it with `docker run {DOCKER_FIX_USER}` (or --privileged)"
+        return f"{USERNS_FIX}; in a container, run it with `docker run {DOCKER_FIX_USER}`"
     return "see the README's section 'The workload sandbox'"
 
 
