@@ -5,6 +5,7 @@ machine: bootstrap installs bubblewrap), ``up`` says which sandbox pods run unde
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mockgpu.control.kubelet import sandboxprobe
+from mockgpu.control.kubelet.runtime import ProcessRuntime
 from mockgpu.widgets.labkit import LabCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,3 +162,12 @@ def test_a_notebook_shows_only_the_line(tmp_path):
         "mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap not found on PATH); "
         "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)",
         "error: PodsCannotStart"]
+
+
+def test_a_kubelets_warm_up_logs_an_unavailable_sandbox(tmp_path, caplog):
+    """The daemon's log says it too (the kubelet's own start-up probe no longer passes over it in silence)."""
+    runtime = ProcessRuntime(tmp_path / "rt", bwrap=None)
+    with caplog.at_level(logging.WARNING, logger="mockgpu.control.kubelet.sandbox"):
+        runtime.sandbox.warm()
+    assert any("bwrap not found on PATH" in r.getMessage() and "every container will be refused" in r.getMessage()
+               for r in caplog.records), caplog.text
