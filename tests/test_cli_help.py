@@ -28,7 +28,10 @@ def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
                                         "shape as the embedded kubelet."),
     (["mockgpu-workload", "--help"], "mockgpu-workload: the GPU programs the labs run in pods, written against the "
                                      "fake CUDA API."),
-], ids=["mockgpu", "device-plugin", "gpu-state-publisher", "mockgpu-workload"])
+    (["doctor", "--help"], "mockgpu doctor: what this machine supports -- the workload sandbox (the probe mockgpu up "
+                           "runs), Docker, Go, kind, kubectl, the upstream binaries and Chromium -- and what each "
+                           "backend would need here."),
+], ids=["mockgpu", "device-plugin", "gpu-state-publisher", "mockgpu-workload", "doctor"])
 def test_help_prints_the_whole_description(argv, description, capsys):
     assert description in _help(argv, capsys)
 

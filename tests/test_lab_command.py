@@ -137,3 +137,51 @@ def test_foreign_python3_kernel_is_fixed_by_installing_or_reported(tmp_path, mon
     # an install that does take effect (here: it rewrites the winning spec) is accepted
     argv = lab.ensure_kernel(install=lambda: _kernelspec(tmp_path, sys.executable))
     assert argv[0] == sys.executable
+
+
+def test_ip_defaults_to_loopback_and_is_passed_to_jupyter(tmp_path):
+    assert build_parser().parse_args(["lab"]).ip == "127.0.0.1"
+    args = build_parser().parse_args(["lab", "--ip", "0.0.0.0"])
+    assert args.ip == "0.0.0.0"
+    argv = lab.build_argv(tmp_path, None, 8888, no_browser=True, as_root=True, ip=lab.check_ip(args.ip))
+    assert "--ServerApp.ip=0.0.0.0" in argv and "--ServerApp.ip=127.0.0.1" not in argv
+    assert not any("token" in a.lower() for a in argv)  # the token still goes in the environment only
+
+
+def test_ip_help_says_token_auth_stays_on(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["lab", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--ip ADDR" in text and "default 127.0.0.1" in text
+    assert "Token authentication stays on wherever it listens" in text
+
+
+@pytest.mark.parametrize(("ip", "host", "note"), [
+    ("127.0.0.1", "127.0.0.1", ""),
+    ("0.0.0.0", "127.0.0.1", "Listening on every address of this machine"),
+    ("::", "[::1]", "Listening on every address of this machine"),
+], ids=["loopback", "every-v4", "every-v6"])
+def test_printed_url_and_note_for_the_address(ip, host, note):
+    assert lab.url_host(ip) == host
+    assert lab.reach_note(ip).startswith(note)
+    if note:
+        assert "the token is still required" in lab.reach_note(ip)
+
+
+@pytest.mark.parametrize(("ip", "message"), [
+    ("localhost-ish", "is not an IP address"),
+    ("192.0.2.1", "is not an address of this machine"),  # TEST-NET-1: never assigned to a real host
+], ids=["not-an-address", "not-here"])
+def test_bad_ip_is_a_one_line_error(ip, message):
+    with pytest.raises(MockgpuError, match=message) as exc:
+        lab.check_ip(ip)
+    assert exc.value.exit_code == 2
+
+
+def test_port_is_checked_on_the_address_asked_for():
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        with pytest.raises(MockgpuError, match=f"port {taken} is in use"):
+            lab.choose_port(taken, "0.0.0.0")

@@ -21,6 +21,10 @@ BACKENDS: dict[str, str] = {
     "upstream": "mockgpu.backends.upstream:UpstreamBackend",
 }
 
+# The backends whose pods run on this machine under mockgpu's kubelets, in the workload sandbox
+# (mockgpu.control.kubelet.sandbox); kind's and a kubeconfig's pods run in real containers elsewhere.
+SANDBOXED_BACKENDS = frozenset({"embedded", "upstream"})
+
 
 @dataclass(frozen=True)
 class UpOptions:

@@ -6,14 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from mockgpu.backends.base import BACKENDS, UpOptions, get_backend
+from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, UpOptions, get_backend
+from mockgpu.control.kubelet.sandboxprobe import probe
 from mockgpu.errors import MockgpuError
 
 DEFAULT_NAME = "mockgpu"  # the cluster name when neither --spec nor --name says one
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    up = sub.add_parser("up", help="create or resume a cluster; prints the kubeconfig path last")
+    up = sub.add_parser("up", help="create or resume a cluster; says which sandbox its pods run under (fails in one "
+                        "line when none can be built here) and prints the kubeconfig path last")
     up.add_argument("--spec", type=Path, help="cluster spec (clusters/*.yaml); default: no nodes")
     up.add_argument("--name", help="cluster name (default: the spec's metadata.name)")
     up.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default: in the state dir)")
@@ -53,6 +55,8 @@ def run_up(args: argparse.Namespace) -> int:
         missing = backend.is_available()
         if missing:
             raise MockgpuError(missing, exit_code=2)
+        if backend.name in SANDBOXED_BACKENDS:  # its pods run here, in the workload sandbox: can it be built?
+            print(probe().check().line, flush=True)
     spec = _spec_for(args)
     name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
     opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,

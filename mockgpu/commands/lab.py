@@ -6,6 +6,10 @@ kernel the notebooks name resolves to this environment's python (installing the 
 environment if it does not), (c) opens ``01-*.ipynb`` (or the lab asked for), (d) prints the URL,
 token included, before Jupyter's own log starts, and (e) turns JupyterLab's autosave off.
 
+It listens on 127.0.0.1 unless ``--ip`` says otherwise (``--ip 0.0.0.0`` in a container published with ``docker run
+-p 8888:8888``). Token authentication is always on, wherever it listens: the token is random (or
+``$JUPYTER_TOKEN`` when that is set and not empty) and only the printed URL carries it.
+
 Autosave: the labs in ``labs/`` are generated learner copies tracked by git (``scripts/learner-copies``).
 With autosave on, Run All wrote every output back into them after two minutes, so merely running a lab
 left ``git status`` dirty and the next ``git pull`` in conflict. With it off, a lab changes on disk only
@@ -17,7 +21,9 @@ command passes to JupyterLab (``--LabApp.app_settings_dir``); a JupyterLab start
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
+import ipaddress
 import json
 import os
 import secrets
@@ -29,6 +35,7 @@ from pathlib import Path
 from mockgpu.errors import MockgpuError
 
 DEFAULT_PORT = 8888
+DEFAULT_IP = "127.0.0.1"  # this machine only; --ip widens it
 KERNEL_NAME = "python3"  # what every lab's metadata names
 # JupyterLab's settings overrides (plugin id -> settings), as JupyterLab reads them from overrides.json
 OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False}}
@@ -40,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lab to open: its number (08) or file name (default: the lowest-numbered, 01)")
     p.add_argument("--labs", default=None, help="folder of notebooks (default: labs/ of this checkout)")
     p.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT}, or a free one if taken)")
+    p.add_argument("--ip", default=DEFAULT_IP, metavar="ADDR",
+                   help=f"address to listen on (default {DEFAULT_IP}: this machine only); 0.0.0.0 listens on every "
+                        "address, e.g. in a container run with `docker run -p 8888:8888`. Token authentication stays "
+                        "on wherever it listens: only the printed URL carries the token")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the URL")
     p.set_defaults(func=run)
 
@@ -72,29 +83,67 @@ def pick_lab(d: Path, wanted: str | None) -> Path | None:
     return hits[0]
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def check_ip(ip: str) -> str:
+    """``ip`` if it is an IPv4 or IPv6 address of this machine (or a wildcard); else a one-line error."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        raise MockgpuError(f"--ip {ip!r} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every address)",
+                           exit_code=2) from None
+    with socket.socket(_family(ip), socket.SOCK_STREAM) as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((ip, 0))
+        except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise MockgpuError(f"--ip {ip} is not an address of this machine", exit_code=2) from None
+            raise
+    return str(addr)
+
+
+def _family(ip: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in ip else socket.AF_INET
+
+
+def port_is_free(port: int, ip: str = DEFAULT_IP) -> bool:
+    with socket.socket(_family(ip), socket.SOCK_STREAM) as s:
+        try:
+            s.bind((ip, port))
         except OSError:
             return False
     return True
 
 
-def choose_port(asked: int | None) -> int:
-    """The asked port (an error if taken), else 8888, else any free port. Jupyter is then told not to
-    move to another port, so the URL printed before it starts stays true."""
+def choose_port(asked: int | None, ip: str = DEFAULT_IP) -> int:
+    """The asked port (an error if taken), else 8888, else any free port, on address ``ip``. Jupyter is then
+    told not to move to another port, so the URL printed before it starts stays true."""
     if asked is not None:
         if not 0 < asked < 65536:
             raise MockgpuError(f"--port {asked} is not a TCP port", exit_code=2)
-        if not port_is_free(asked):
+        if not port_is_free(asked, ip):
             raise MockgpuError(f"port {asked} is in use (another JupyterLab?); pass another --port", exit_code=2)
         return asked
-    if port_is_free(DEFAULT_PORT):
+    if port_is_free(DEFAULT_PORT, ip):
         return DEFAULT_PORT
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+    with socket.socket(_family(ip), socket.SOCK_STREAM) as s:
+        s.bind((ip, 0))
         return s.getsockname()[1]
+
+
+def url_host(ip: str) -> str:
+    """The host of the printed URL: loopback for a wildcard address (it listens there too), else ``ip``."""
+    addr = ipaddress.ip_address(ip)
+    if addr.is_unspecified:
+        return "127.0.0.1" if addr.version == 4 else "[::1]"
+    return f"[{ip}]" if addr.version == 6 else ip
+
+
+def reach_note(ip: str) -> str:
+    """A line for an address beyond loopback: how others reach it, and that the token is still needed."""
+    if ipaddress.ip_address(ip).is_loopback:
+        return ""
+    where = "every address of this machine" if ipaddress.ip_address(ip).is_unspecified else ip
+    return (f"Listening on {where}: from elsewhere use this machine's address (or the host port `docker run -p` "
+            f"published) in place of {url_host(ip)}; the token is still required.\n")
 
 
 def lab_path(d: Path, notebook: Path | None) -> str:
@@ -111,11 +160,11 @@ def settings_dir(prefix: str = sys.prefix) -> Path:
 
 
 def build_argv(d: Path, notebook: Path | None, port: int, *, no_browser: bool, as_root: bool,
-               python: str = sys.executable, settings: Path | None = None) -> list[str]:
+               python: str = sys.executable, settings: Path | None = None, ip: str = DEFAULT_IP) -> list[str]:
     """The JupyterLab command line (the token goes in the environment, not here, so ``ps`` does not show it);
-    ``settings``: an app-settings folder (``settings_dir()``)."""
+    ``settings``: an app-settings folder (``settings_dir()``); ``ip``: the address it listens on."""
     argv = [python, "-m", "jupyterlab", f"--ServerApp.root_dir={d}", f"--LabApp.default_url={lab_path(d, notebook)}",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+            f"--ServerApp.ip={ip}", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
     if settings is not None:
         argv.append(f"--LabApp.app_settings_dir={settings}")
     if no_browser:
@@ -170,14 +219,15 @@ def run(args: argparse.Namespace) -> int:
         raise MockgpuError("JupyterLab is not installed here; run ./scripts/lab, which installs it")
     ensure_kernel()
     notebook = pick_lab(d, args.open)
-    port = choose_port(args.port)
-    token = os.environ.get("JUPYTER_TOKEN") or secrets.token_hex(24)
+    ip = check_ip(args.ip)
+    port = choose_port(args.port, ip)
+    token = os.environ.get("JUPYTER_TOKEN") or secrets.token_hex(24)  # never empty: token auth stays on
     os.environ["JUPYTER_TOKEN"] = token
     argv = build_argv(d, notebook, port, no_browser=args.no_browser, as_root=os.geteuid() == 0,
-                      settings=settings_dir())
-    url = f"http://127.0.0.1:{port}{lab_path(d, notebook)}?token={token}"
+                      settings=settings_dir(), ip=ip)
+    url = f"http://{url_host(ip)}:{port}{lab_path(d, notebook)}?token={token}"
     print(f"mockgpu lab: JupyterLab on {d}\n\n    {url}\n\n(open that URL if no browser opens; Ctrl-C stops it)\n"
-          "Autosave is off: running a lab changes nothing on disk; File > Save keeps your answers.\n",
+          f"{reach_note(ip)}Autosave is off: running a lab changes nothing on disk; File > Save keeps your answers.\n",
           flush=True)
     os.execv(argv[0], argv)
     return 0  # not reached

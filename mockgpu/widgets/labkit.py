@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from mockgpu.backends.base import SANDBOXED_BACKENDS
+from mockgpu.control.kubelet.sandboxprobe import probe
 from mockgpu.errors import MockgpuError
 from mockgpu.widgets.client import ApiRefused, ClusterClient, connect
 from mockgpu.widgets.live import stop_all
@@ -144,6 +146,8 @@ class LabCluster:
             self.client = connect(os.environ["MOCKGPU_KUBECONFIG"], up_command=self.up_command)
             self.cleanup_pods()
             return self
+        if self.control_plane:
+            self.check_sandbox()
         if self.backend == "upstream" and self.control_plane:
             return self._start_upstream()
         if self.backend == "kind" and self.control_plane:
@@ -181,6 +185,13 @@ class LabCluster:
         progress.done(f"cluster {self.name} ready: {_count(len(self.spec_nodes()), 'node')}, {_count(gpus, 'GPU')} "
                       f"(it lives until lab.close() or the kernel stops)")
         return self
+
+    def check_sandbox(self) -> None:
+        """On the embedded and upstream backends the lab's pods run here, in the workload sandbox: when it cannot
+        be built no pod would ever start and every check would answer "Not quite", so say why (the same line
+        ``mockgpu up`` fails with) instead of starting the cluster. Kind's pods run in kind's containers."""
+        if self.backend in SANDBOXED_BACKENDS:
+            probe().check()  # PodsCannotStart: a notebook shows its one line, not a traceback
 
     def spec_nodes(self) -> list[Any]:
         from mockgpu.backends.embedded.nodes import spec_nodes

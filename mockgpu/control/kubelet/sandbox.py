@@ -26,6 +26,7 @@ the runtime refuses to start the container; nothing ever runs unsandboxed.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -46,6 +47,7 @@ SETPRIV_DIR = "/.mockgpu-setpriv"  # mode 0700, root's: unreachable once the wor
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks to mirror
 EXECENV = os.path.realpath(execenv.__file__)  # inside the kit's package, which every sandbox binds read-only
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+log = logging.getLogger(__name__)
 
 
 class SandboxUnavailable(MockgpuError):
@@ -311,8 +313,9 @@ class Sandbox:
         """Compute the binds and probe now (a kubelet does it at start, off its first pod's path)."""
         try:
             self.check()
-        except SandboxUnavailable:
-            pass  # said again, as the refusal, when a container starts
+        except SandboxUnavailable as exc:  # said again, as the refusal, when a container starts
+            log.warning("%s: every container will be refused (mockgpu up and the labs check this first: "
+                        "mockgpu.control.kubelet.sandboxprobe)", exc)
 
     def _probe(self, binds: tuple[Bind, ...]) -> None:
         if not self.bwrap:

@@ -1,0 +1,173 @@
+"""The sandbox probe (``mockgpu.control.kubelet.sandboxprobe``): where the workload sandbox cannot be built --
+bwrap missing, or a bwrap that fails as the real one does under Docker's default seccomp -- ``mockgpu up`` and
+``LabCluster.start()`` fail with one line naming the cause and the fix and start nothing; where it can (this
+machine: bootstrap installs bubblewrap), ``up`` says which sandbox pods run under and starts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mockgpu.control.kubelet import sandboxprobe
+from mockgpu.control.kubelet.runtime import ProcessRuntime
+from mockgpu.widgets.labkit import LabCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(120)
+
+# What bubblewrap 0.8 prints, as root, in a container under Docker's default seccomp profile (issue 23).
+SECCOMP_BWRAP = """#!/bin/sh
+case "$1" in --version) echo "bubblewrap 0.8.0"; exit 0;; --help) exit 0;; esac
+echo "bwrap: Creating new namespace failed: Operation not permitted" >&2
+exit 1
+"""
+
+
+def fake_path(tmp_path: Path, *, bwrap: str | None) -> Path:
+    """A PATH directory holding only ``bwrap`` (a script), or nothing at all."""
+    d = tmp_path / "path"
+    d.mkdir()
+    if bwrap is not None:
+        (d / "bwrap").write_text(bwrap)
+        (d / "bwrap").chmod(0o755)
+    return d
+
+
+def mockgpu(home: Path, path: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MOCKGPU_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": path}
+    return subprocess.run([sys.executable, "-m", "mockgpu.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=90)
+
+
+@pytest.mark.parametrize(("cause", "as_root", "container", "fix"), [
+    ("bwrap not found on PATH", True, False, "apt-get install bubblewrap"),
+    ("setpriv not found (Debian: util-linux)", True, True, "apt-get install util-linux"),
+    ("bwrap: Creating new namespace failed: Operation not permitted", True, True,
+     f"`docker run {sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged), or as a non-root user with "
+     f"`{sandboxprobe.DOCKER_FIX_USER}`"),
+    ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
+     "user namespaces.", False, True, f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (or --privileged)"),
+    ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
+     "user namespaces.", False, False, "sysctl kernel.unprivileged_userns_clone=1"),
+    ("bwrap: Creating new namespace failed: Operation not permitted", True, False,
+     f"namespaces are refused here (a container's seccomp profile?): run it with `docker run "
+     f"{sandboxprobe.DOCKER_FIX_ROOT}`"),
+    ("bwrap: something else entirely", False, False, "The workload sandbox"),
+], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "undetected-container-root",
+        "unknown"])
+def test_the_fix_follows_the_cause_and_the_place(cause, as_root, container, fix):
+    line = sandboxprobe.refusal(f"workload sandbox unavailable: {cause}", as_root=as_root, container=container)
+    assert "\n" not in line
+    assert line.startswith("no pod can start here: the workload sandbox is unavailable (")
+    assert cause.split(";")[0] in line and fix in line
+
+
+def test_a_bwrap_refused_by_seccomp_fails_the_probe_with_the_docker_options(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandboxprobe, "in_container", lambda: True)
+    bwrap = fake_path(tmp_path, bwrap=SECCOMP_BWRAP) / "bwrap"
+    verdict = sandboxprobe.probe(str(bwrap))
+    assert not verdict.ok
+    assert "Creating new namespace failed: Operation not permitted" in verdict.line
+    assert "seccomp=unconfined" in verdict.line
+
+
+def test_the_probe_passes_on_this_machine():
+    verdict = sandboxprobe.probe()
+    assert verdict.ok, verdict.line
+    assert verdict.line.startswith("sandbox: bubblewrap ")
+
+
+@pytest.mark.parametrize("bwrap", [None, SECCOMP_BWRAP], ids=["missing", "seccomp"])
+def test_up_fails_in_one_line_and_starts_nothing(tmp_path, bwrap):
+    home = tmp_path / "home"
+    r = mockgpu(home, str(fake_path(tmp_path, bwrap=bwrap)), "up", "--name", "nopods")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (")
+    if bwrap is None:
+        assert "bwrap not found on PATH" in lines[0] and "apt-get install bubblewrap" in lines[0]
+    else:
+        assert "Creating new namespace failed: Operation not permitted" in lines[0]
+    assert not (home / "nopods").exists()
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="seccomp_exec.py's filter names x86_64 syscall numbers")
+def test_up_fails_in_one_line_under_a_real_seccomp_refusal(tmp_path):
+    """The real bwrap under a filter that refuses namespaces as Docker's default seccomp profile does: its own
+    message, and the Docker options for this user, in the one line."""
+    real = shutil.which("bwrap")
+    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
+    wrapper = f'#!/bin/sh\nexec {sys.executable} {Path(__file__).parent / "seccomp_exec.py"} {real} "$@"\n'
+    home = tmp_path / "home"
+    r = mockgpu(home, str(fake_path(tmp_path, bwrap=wrapper)), "up", "--name", "nopods")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    want = ("Creating new namespace failed: Operation not permitted" if os.geteuid() == 0 else
+            "No permissions to create new namespace")  # bwrap blames the kernel when not root
+    assert lines[0].startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap: ")
+    assert want in lines[0]
+    fix = sandboxprobe.fix_for(lines[0], as_root=os.geteuid() == 0, container=sandboxprobe.in_container())
+    assert lines[0].endswith(fix) and fix != "see the README's section 'The workload sandbox'"
+    assert not (home / "nopods").exists()
+
+
+def test_up_says_which_sandbox_then_starts(tmp_path):
+    home = tmp_path / "home"
+    up = mockgpu(home, os.environ["PATH"], "up", "--name", "probed")
+    try:
+        assert up.returncode == 0, up.stderr
+        lines = up.stdout.strip().splitlines()
+        assert lines[0].startswith("sandbox: bubblewrap ") and "pods run as" in lines[0]
+        assert lines[1].startswith("cluster 'probed' (embedded, 0 nodes in its spec): running")
+    finally:
+        down = mockgpu(home, os.environ["PATH"], "down", "--name", "probed")
+    assert down.returncode == 0, down.stderr
+
+
+def test_lab_cluster_shows_the_same_line_instead_of_starting(tmp_path, monkeypatch):
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    monkeypatch.delenv("MOCKGPU_BACKEND", raising=False)
+    monkeypatch.setenv("PATH", str(fake_path(tmp_path, bwrap=None)))
+    lab = LabCluster("clusters/seed-4x2.yaml", name="labprobe", home=tmp_path / "home")
+    with pytest.raises(sandboxprobe.PodsCannotStart) as exc:
+        lab.start()
+    assert str(exc.value) == sandboxprobe.probe().line
+    assert "bwrap not found on PATH" in str(exc.value)
+    assert lab.cluster is None and not (tmp_path / "home" / "labprobe").exists()
+
+
+def test_a_notebook_shows_only_the_line(tmp_path):
+    """In IPython (a lab's kernel) the first cell's error is that one line, not a traceback."""
+    code = ("from IPython.core.interactiveshell import InteractiveShell\n"
+            "r = InteractiveShell.instance().run_cell('from mockgpu.widgets import LabCluster\\n"
+            "lab = LabCluster(\"clusters/seed-4x2.yaml\", name=\"labprobe\").start()')\n"
+            "print('error:', type(r.error_in_exec).__name__)\n")
+    env = {**os.environ, "MOCKGPU_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT),
+           "PATH": str(fake_path(tmp_path, bwrap=None))}
+    env.pop("MOCKGPU_KUBECONFIG", None)
+    env.pop("MOCKGPU_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap not found on PATH); "
+        "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)",
+        "error: PodsCannotStart"]
+
+
+def test_a_kubelets_warm_up_logs_an_unavailable_sandbox(tmp_path, caplog):
+    """The daemon's log says it too (the kubelet's own start-up probe no longer passes over it in silence)."""
+    runtime = ProcessRuntime(tmp_path / "rt", bwrap=None)
+    with caplog.at_level(logging.WARNING, logger="mockgpu.control.kubelet.sandbox"):
+        runtime.sandbox.warm()
+    assert any("bwrap not found on PATH" in r.getMessage() and "every container will be refused" in r.getMessage()
+               for r in caplog.records), caplog.text
