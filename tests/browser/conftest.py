@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 
 import pytest
-from labserver import LABS
+from labserver import LABS, LabServer, copy_labs_without_outputs
 
 # Debian's chromium, started as the machine notes say: headless, no sandbox (CI runs as root), and
 # nothing that phones home (the network is closed, so those connections would only fail). /dev/shm is
@@ -29,44 +30,34 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def lab_server(tmp_path_factory):
-    """A JupyterLab serving output-free copies of labs/: the learner's copies and, in solutions/, the labs
-    with answers (their checks say Correct); stopped (kernels too) after the module."""
+def _serve(tmp_path_factory, name: str, copy):
+    """A JupyterLab on what ``copy(dst)`` puts in a fresh folder, stopped (kernels too) at the end."""
     reason = _missing()
     if reason:
         pytest.skip(reason)
-    from labserver import LabServer, copy_labs_without_outputs
-
-    tmp = tmp_path_factory.mktemp("jupyterlab")
-    copy_labs_without_outputs(LABS, tmp / "labs")
+    tmp = tmp_path_factory.mktemp(name)
+    copy(tmp / "labs")
     server = LabServer(root=tmp / "labs", home=tmp / "home")
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """A JupyterLab serving output-free copies of labs/: the learner's copies and, in solutions/, the labs
+    with answers (their checks say Correct); stopped (kernels too) after the module."""
+    yield from _serve(tmp_path_factory, "jupyterlab", lambda dst: copy_labs_without_outputs(LABS, dst))
 
 
 @pytest.fixture(scope="module")
 def stored_lab_server(tmp_path_factory):
     """A JupyterLab serving the learner's copies (labs/*.ipynb) exactly as stored, outputs and widget state
     included: what ``./scripts/lab`` opens. The notebooks are not trusted on this fresh Jupyter home."""
-    reason = _missing()
-    if reason:
-        pytest.skip(reason)
-    import shutil
-
-    from labserver import LabServer
-
-    tmp = tmp_path_factory.mktemp("jupyterlab-stored")
-    shutil.copytree(LABS, tmp / "labs", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    server = LabServer(root=tmp / "labs", home=tmp / "home")
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(tmp_path_factory, "jupyterlab-stored", lambda dst: shutil.copytree(
+        LABS, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")))
 
 
 @pytest.fixture(scope="module")
