@@ -55,15 +55,18 @@ def run_up(args: argparse.Namespace) -> int:
         missing = backend.is_available()
         if missing:
             raise MockgpuError(missing, exit_code=2)
-        if backend.name in SANDBOXED_BACKENDS:  # its pods run here, in the workload sandbox: can it be built?
-            print(probe().check().line, flush=True)
-    spec = _spec_for(args)
+    spec = _spec_for(args)  # bad input is refused first, in one line
+    sandbox = None
+    if not args.dry_run and backend.name in SANDBOXED_BACKENDS:
+        sandbox = probe().check()  # its pods run here: no cluster when the workload sandbox cannot be built
     name = args.name or (spec.name if args.spec is not None else DEFAULT_NAME)
     opts = UpOptions(spec=spec, name=name, kubeconfig=args.kubeconfig, scheduler_config=args.scheduler_config,
                      dry_run=args.dry_run, device_plugin=args.device_plugin, retain=args.retain)
     info = backend.up(opts)
     if args.dry_run:  # the backend printed one YAML stream on stdout; add nothing to it
         return 0
+    if sandbox is not None:
+        print(sandbox.line, file=sys.stderr, flush=True)  # stdout stays what scripts read
     nodes = sum(1 for _ in spec.nodes())
     print(f"cluster '{info.name}' ({info.backend}, {nodes} nodes in its spec): {info.state} at {info.endpoint}")
     if "resumed" in info.state or "already" in info.state:

@@ -223,6 +223,7 @@ class LabCluster:
         stop(cluster.state)  # whatever an earlier or crashed run of this lab left
         destroy(cluster.state)
         self.cluster = cluster.start()
+        atexit.register(self.close)  # the kernel stopping deletes the cluster, as on the embedded backend
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command + " --backend upstream")
         return self
 
@@ -243,6 +244,7 @@ class LabCluster:
             backend.down(self.name)
         info = backend.up(UpOptions(spec=self.spec, name=self.name))
         self.cluster = _KindLabCluster(backend, self.name)
+        atexit.register(self.close)  # the kernel stopping deletes the kind cluster, as on the embedded backend
         self.client = connect(info.kubeconfig, up_command=self.up_command + " --backend kind")
         # the embedded and upstream kubelets run the command whatever the image says; kind's run the image
         self.client.image_override = (mockgpu_image(), "Never")  # kind-loaded, never pulled

@@ -1,7 +1,8 @@
 """Labs under nbval on real kind clusters (``MOCKGPU_BACKEND=kind``): the same notebooks, unchanged, with
 kind's kube-scheduler and real kubelets deciding and the workloads in real containers of the mockgpu image.
 
-Each lab starts its own kind cluster named after the lab (``lab04``, ...) and deletes it at its last cell;
+Each lab (the copy with answers, labs/solutions/) starts its own kind cluster named after the lab (``lab04``, ...),
+deleted when its kernel stops;
 a cluster takes one to two minutes to create. Skipped where Docker, kind or kubectl is missing (saying
 which). The Nodes are the spec's (the first one is kind's control plane, config.py), so the FailedScheduling
 messages count the same nodes as on the embedded backend.
@@ -34,7 +35,7 @@ def test_lab_runs_on_kind(tmp_path, lab):
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
     env.pop("MOCKGPU_KUBECONFIG", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-            "-o", "timeout=900", str(ROOT / "labs" / f"{lab}.ipynb")]
+            "-o", "timeout=900", str(ROOT / "labs" / "solutions" / f"{lab}.ipynb")]
     sanitize = ROOT / "labs" / "nbval-sanitize.cfg"
     if sanitize.is_file():
         args += ["--nbval-sanitize-with", str(sanitize)]

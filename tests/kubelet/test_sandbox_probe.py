@@ -126,9 +126,9 @@ def test_up_says_which_sandbox_then_starts(tmp_path):
     up = mockgpu(home, os.environ["PATH"], "up", "--name", "probed")
     try:
         assert up.returncode == 0, up.stderr
-        lines = up.stdout.strip().splitlines()
-        assert lines[0].startswith("sandbox: bubblewrap ") and "pods run as" in lines[0]
-        assert lines[1].startswith("cluster 'probed' (embedded, 0 nodes in its spec): running")
+        said = up.stderr.strip().splitlines()  # stdout stays what scripts read: the cluster line, the kubeconfig
+        assert said[0].startswith("sandbox: bubblewrap ") and "pods run as" in said[0]
+        assert up.stdout.startswith("cluster 'probed' (embedded, 0 nodes in its spec): running")
     finally:
         down = mockgpu(home, os.environ["PATH"], "down", "--name", "probed")
     assert down.returncode == 0, down.stderr

@@ -18,7 +18,7 @@ def test_labs_run_on_upstream(upstream_bin, tmp_path):
     env = {**os.environ, "MOCKGPU_BACKEND": "upstream", "MOCKGPU_HOME": str(tmp_path / "home")}
     env.pop("MOCKGPU_KUBECONFIG", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-            *(str(ROOT / "labs" / f"{lab}.ipynb") for lab in LABS)]
+            *(str(ROOT / "labs" / "solutions" / f"{lab}.ipynb") for lab in LABS)]
     sanitize = ROOT / "labs" / "nbval-sanitize.cfg"
     if sanitize.is_file():
         args += ["--nbval-sanitize-with", str(sanitize)]
