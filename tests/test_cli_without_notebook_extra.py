@@ -24,17 +24,25 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKSHOP = str(ROOT / "clusters" / "workshop.yaml")
 NOTEBOOK_ONLY = ("numpy", "matplotlib", "ipywidgets", "IPython", "jedi", "tqdm")
 
-BLOCK = textwrap.dedent(f"""
-    import sys
+# what the Dockerfile uninstalls after `pip install .`: the CEL stack (only the control plane evaluates CEL)
+IMAGE_DROPS = ("celpy", "lark", "re2", "pendulum", "jmespath")
 
-    class NotInstalled:
-        def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] in {NOTEBOOK_ONLY!r}:
-                raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-            return None
 
-    sys.meta_path.insert(0, NotInstalled())
-""")
+def _blocker(modules: tuple[str, ...]) -> str:
+    return textwrap.dedent(f"""
+        import sys
+
+        class NotInstalled:
+            def find_spec(self, name, path=None, target=None):
+                if name.partition(".")[0] in {modules!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+        sys.meta_path.insert(0, NotInstalled())
+    """)
+
+
+BLOCK = _blocker(NOTEBOOK_ONLY)
 ENTRY = {
     "mockgpu": "from mockgpu.cli import main",
     "nvidia-smi": "from mockgpu.gpu.smi import main",
@@ -42,10 +50,20 @@ ENTRY = {
 }
 
 
-def _python(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _python(code: str, *args: str, env: dict[str, str] | None = None,
+            block: str = BLOCK) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-c", BLOCK + code, *args], cwd=ROOT, env=full, capture_output=True,
+    return subprocess.run([sys.executable, "-c", block + code, *args], cwd=ROOT, env=full, capture_output=True,
                           text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["device-plugin", "--help"], ["doctor"]])
+def test_the_images_cli_works_without_the_notebook_extra_and_the_cel_stack(argv):
+    """The device-plugin image runs ``mockgpu device-plugin``: building the CLI's parser must not import the
+    control plane (an eager import in ``mockgpu doctor`` once left every kind node without GPUs)."""
+    done = _python("import sys; from mockgpu.cli import main; sys.exit(main())", *argv,
+                   block=_blocker(NOTEBOOK_ONLY + IMAGE_DROPS))
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import subprocess
 from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, get_backend
 from mockgpu.backends.kind.preflight import docker_check, kind_check, kubectl_check
 from mockgpu.backends.kind.run import Runner
-from mockgpu.backends.upstream import binaries
 from mockgpu.control.kubelet.sandboxprobe import Verdict, probe
 from mockgpu.errors import MockgpuError
 from mockgpu.helptext import describe
@@ -60,9 +59,22 @@ def backend_line(name: str, sandbox: Verdict) -> tuple[bool, str]:
         problem = get_backend(name).is_available()
     except MockgpuError as exc:
         problem = str(exc)
+    except ImportError as exc:  # e.g. the device-plugin image, which carries no control plane
+        problem = f"not installed in this environment ({exc})"
     if problem is None and name in SANDBOXED_BACKENDS and not sandbox.ok:
         problem = sandbox.line
     return problem is None, f"needs {NEEDS.get(name, '?')}" + (f" -- {problem}" if problem else "")
+
+
+def upstream_line() -> tuple[bool, str]:
+    """The upstream binaries, through the backend (loaded only here: the CLI must import in the device-plugin
+    image, which carries no control plane)."""
+    try:
+        backend = get_backend("upstream")
+    except ImportError as exc:
+        return False, f"the control plane is not installed in this environment ({exc})"
+    problem = backend.is_available()
+    return problem is None, problem or "kube-apiserver & co. built (scripts/upstream-build)"
 
 
 def report(runner: Runner | None = None) -> list[str]:
@@ -77,8 +89,7 @@ def report(runner: Runner | None = None) -> list[str]:
     ]
     for check in (kind_check(r), kubectl_check(r)):
         tools.append((check.name, check.ok, check.message))
-    upstream = binaries.missing()
-    tools.append(("upstream", upstream is None, upstream or f"kube-apiserver & co. in {binaries.bin_dir()}"))
+    tools.append(("upstream", *upstream_line()))
     tools.append(("chromium", *chromium_line()))
     lines = ["what this machine supports:"]
     lines += [f"  {name:<10} {'ok' if ok else '--':<3} {text}" for name, ok, text in tools]
