@@ -19,6 +19,7 @@ import pytest
 from .conftest import ROOT, kind_environment
 
 pytestmark = pytest.mark.kind
+KIND_CLI = "kind"  # on the PATH kind_environment() gives
 LABS = ("01-why-is-my-4-gpu-job-pending", "04-five-steps-of-allocation", "07-time-slicing-and-oom-blast-radius",
         "09-dra-vs-device-plugins")
 
@@ -39,5 +40,12 @@ def test_lab_runs_on_kind(tmp_path, lab):
     sanitize = ROOT / "labs" / "nbval-sanitize.cfg"
     if sanitize.is_file():
         args += ["--nbval-sanitize-with", str(sanitize)]
-    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1100)
+    try:
+        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1100)
+    finally:
+        # the cluster outlives Run All and goes when the kernel stops, but nbval gives a kernel 5 s to stop and
+        # deleting a kind cluster takes longer: delete it here, or it keeps the next tests' nodes from starting
+        # (kubelets in every node container share the host's inotify instances)
+        name = f"lab{lab[:2]}"
+        subprocess.run([KIND_CLI, "delete", "cluster", "--name", name], env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
