@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,9 +144,15 @@ class Preparer:
                  get_claim: Callable[[str, str], dict[str, Any]], *, driver_dir: Path | None = None,
                  on_change: Callable[[], None] | None = None) -> None:
         """``driver_dir``: the node's fake driver directory, mounted into containers through the CDI spec;
-        ``on_change()`` runs after every prepare or unprepare (the driver process refreshes MIG instances)."""
+        ``on_change()`` runs after every prepare or unprepare (the driver process refreshes MIG instances).
+
+        Prepares and unprepares are serialized (one lock, as the dra-example-driver's state lock): the gRPC
+        server runs calls in parallel threads, and ``on_change`` rebuilds the driver directory from the CDI
+        directory, so a refresh that read the directory before a parallel unprepare removed its spec could write
+        last and keep a destroyed MIG instance until the next call."""
         self.node, self.uuids, self.cdi, self.get_claim = node, uuids, cdi, get_claim
         self.driver_dir, self.on_change = driver_dir, on_change
+        self._lock = threading.Lock()
 
     def _retrieve(self, ref: ClaimRef) -> dict[str, Any]:
         try:
@@ -162,6 +169,10 @@ class Preparer:
         """Claim UID -> result. Raises RetrieveError (before writing anything) if any claim cannot be used."""
         refs = list(refs)
         claims = [(ref, self._retrieve(ref)) for ref in refs]
+        with self._lock:
+            return self._prepare(claims)
+
+    def _prepare(self, claims: list[tuple[ClaimRef, dict[str, Any]]]) -> dict[str, PrepareResult]:
         out: dict[str, PrepareResult] = {}
         for ref, claim in claims:
             results = our_results(claim, self.node)
@@ -184,6 +195,10 @@ class Preparer:
 
     def unprepare(self, refs: Iterable[ClaimRef]) -> dict[str, str]:
         """Claim UID -> error ("" when unprepared, including claims that were never prepared)."""
+        with self._lock:
+            return self._unprepare(refs)
+
+    def _unprepare(self, refs: Iterable[ClaimRef]) -> dict[str, str]:
         out: dict[str, str] = {}
         for ref in refs:
             try:

@@ -160,11 +160,13 @@ class ClusterClient:
             if exc.code != 404:
                 raise
 
-    def delete_pods(self, namespace: str = "default", label_selector: str | None = None) -> None:
-        """Delete every pod of the namespace (matching the selector), at once."""
+    def delete_pods(self, namespace: str = "default", label_selector: str | None = None,
+                    grace_seconds: int = 0) -> None:
+        """Delete every pod of the namespace (matching the selector); at once with ``grace_seconds`` 0 (a force
+        deletion: the API forgets the pods before their node has stopped them and freed their devices)."""
         for pod in self._json(self.core.list_namespaced_pod, namespace,
                               **({"label_selector": label_selector} if label_selector else {}))["items"]:
-            self.delete_pod(namespace, pod["metadata"]["name"])
+            self.delete_pod(namespace, pod["metadata"]["name"], grace_seconds)
 
 
     # Workloads: a lab creates Jobs and Deployments as a user would, and the controllers make the pods.

@@ -353,10 +353,16 @@ class LabCluster:
 
     def clear(self, namespace: str = "default", timeout: float = 15.0) -> None:
         """Delete the lab's Jobs and Deployments and the namespace's pods, and wait until the API has none left
-        (a part of a lab starts empty); then the lab's ResourceClaims, once their devices are free again."""
+        (a part of a lab starts empty); then the lab's ResourceClaims, once their devices are free again.
+
+        The pods are deleted gracefully (1 s), not forced: a kubelet removes a gracefully deleted pod from the API
+        only after its containers stopped and its claims were unprepared (kubelet.go, SyncTerminatingPod: "resources
+        must be unprepared AFTER all containers have stopped and BEFORE the pod status is changed on the API
+        server"), so the next part never meets a MIG instance or a device of a pod that no longer exists (on kind
+        a force-deleted pod's MIG instance was still on its GPU two cells later)."""
         assert self.client is not None
         self._delete_workloads(namespace)  # else their controllers would make the pods again
-        self.client.delete_pods(namespace)
+        self.client.delete_pods(namespace, grace_seconds=1)
         left = self.eventually(lambda: self.client.list_pods(namespace), lambda pods: not pods, timeout)
         if left:
             raise MockgpuError(f"{len(left)} pods still in {namespace} after {timeout:g}s")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import time
 from concurrent import futures
 from pathlib import Path
 
@@ -21,7 +23,8 @@ from mockgpu.control.kubelet.podworker import PodWorker
 from mockgpu.control.kubelet.restart import CrashLoopBackoff
 from mockgpu.dra.api import pluginregistration_v1_pb2 as rpb
 from mockgpu.dra.api import pluginregistration_v1_pb2_grpc as rpb_grpc
-from mockgpu.dra.prepare import CDIDir, Preparer
+from mockgpu.dra.dynamicmig import prepared_devices
+from mockgpu.dra.prepare import CDIDir, ClaimRef, Preparer
 from mockgpu.dra.server import DriverServers
 from mockgpu.dra.slices import device_uuids
 
@@ -278,3 +281,34 @@ def test_pod_worker_waits_for_the_claim_then_runs_with_its_device(node: Node) ->
                          "claim unprepared once the pod finished")
     finally:
         w.terminate(grace=0)
+
+
+def test_parallel_prepare_and_unprepare_leave_the_last_state(tmp_path: Path) -> None:
+    """The gRPC server runs a prepare and an unprepare in parallel threads; ``on_change`` rebuilds the driver
+    directory from the CDI directory. The refresh that read the directory first must not write last: serialized,
+    the unprepared claim's device is gone from the final state (seen on kind: a destroyed MIG instance stayed)."""
+    claims = Claims({("ns", "a"): claim("a", "uid-a", [("gpu", "gpu-0")]),
+                     ("ns", "b"): claim("b", "uid-b", [("gpu", "gpu-1")])})
+    written: list[list[str]] = []
+    second_wrote = threading.Event()
+    calls: list[int] = []
+
+    def refresh() -> None:  # read, then (the first call slowly) write, as refresh_driver_dir does
+        calls.append(1)
+        first = len(calls) == 2  # call 1 prepares a before the race; call 2 is the racing prepare of b
+        seen = prepared_devices(tmp_path / "cdi")
+        if first:
+            second_wrote.wait(1.0)  # without the lock the unprepare's refresh writes in this window
+        written.append(seen)
+        if not first and len(calls) == 3:
+            second_wrote.set()
+
+    preparer = Preparer(NODE, UUIDS, CDIDir(tmp_path / "cdi"), claims.get_claim, on_change=refresh)
+    preparer.prepare([ClaimRef("ns", "uid-a", "a")])
+    with futures.ThreadPoolExecutor(2) as pool:
+        prep = pool.submit(preparer.prepare, [ClaimRef("ns", "uid-b", "b")])
+        time.sleep(0.2)  # the prepare's refresh has read the directory (with a still prepared)
+        unprep = pool.submit(preparer.unprepare, [ClaimRef("ns", "uid-a", "a")])
+        prep.result(5)
+        unprep.result(5)
+    assert written[-1] == ["gpu-1"], written
