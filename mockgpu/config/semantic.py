@@ -4,14 +4,10 @@ plugin's ``migStrategy: single`` rule, and which GPUs the DRA driver manages (``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from mockgpu.config.specmodel import ClusterSpec, GPUSpec
 from mockgpu.errors import ConfigError, MockgpuError
 from mockgpu.gpu.catalog import GPUModel, get_model
 from mockgpu.gpu.mig import place_layout
-
-if TYPE_CHECKING:  # annotations only: clusterspec calls check_spec, so the import runs one way
-    from mockgpu.config.clusterspec import ClusterSpec, GPUSpec
 
 
 def check_spec(spec: ClusterSpec) -> None:

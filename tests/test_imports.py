@@ -1,0 +1,280 @@
+"""The import graph of the mockgpu package: no cycles, no imports hidden inside functions.
+
+DESIGN.md, "The package, as rooms": no two modules import each other (directly or around a loop), and no
+import hides inside a function to dodge a cycle; only optional heavy dependencies load lazily, and
+``docs/ARCHITECTURE.md`` ("Lazy imports") names them. This test reads every module of the package with
+the standard library's ``ast`` (nothing is imported or run) and fails on:
+
+- any cycle among mockgpu modules, counting every import: module-level, inside a function, or under
+  ``if TYPE_CHECKING:`` (moving one import of a loop into a function or behind a type-only guard hides the
+  cycle from Python, not from the design);
+- any import inside a function or method that is not in ``LAZY_ALLOWED`` below, the same list the
+  architecture notes give with each entry's reason;
+- a module of the leaf room ``mockgpu/apimachinery`` importing any other mockgpu module.
+
+Run it as a script (``python tests/test_imports.py``) for the figures: modules, module-level edges,
+cycles (strongly connected components), and function-local imports by target.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "mockgpu"
+
+# Imports that may stay inside a function: (importing module, imported module or prefix). Each is an
+# optional heavy dependency (an extra that the device-plugin image does not install, or a stack that costs
+# seconds to import and that most commands never need). docs/ARCHITECTURE.md "Lazy imports" says why.
+LAZY_ALLOWED: dict[str, str] = {}
+
+# Cycles still present, as frozensets of their modules: "known, issue 19". A new cycle fails the test; a
+# listed one that is gone fails too, so the list only shrinks.
+KNOWN_CYCLES: set[frozenset[str]] = set()
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the imported module (``from a import b`` counts a.b when a/b.py exists, else a)
+    line: int
+    local: bool  # inside a function or method
+    type_checking: bool  # under ``if TYPE_CHECKING:``
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = mod.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(mod: str, path: Path, known: set[str]) -> list[Import]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    found: list[Import] = []
+
+    def targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = _resolve(mod, is_pkg, node)
+        out = []
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            out.append(sub if sub in known else base)
+        return out
+
+    def visit(node: ast.AST, local: bool, tc: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for t in dict.fromkeys(targets(child)):
+                    found.append(Import(mod, t, child.lineno, local, tc))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, True, tc)
+            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                for sub in child.body:
+                    visit(ast.Module(body=[sub], type_ignores=[]), local, True)
+                for sub in child.orelse:
+                    visit(ast.Module(body=[sub], type_ignores=[]), local, tc)
+            else:
+                visit(child, local, tc)
+
+    visit(tree, False, False)
+    return found
+
+
+def all_imports() -> list[Import]:
+    mods = modules()
+    known = set(mods)
+    out: list[Import] = []
+    for mod, path in mods.items():
+        out.extend(imports_of(mod, path, known))
+    return out
+
+
+def _owner(target: str, known: set[str]) -> str | None:
+    """The mockgpu module an import names (``mockgpu.a.b.Name`` -> ``mockgpu.a.b``)."""
+    t = target
+    while t:
+        if t in known:
+            return t
+        t = t.rpartition(".")[0]
+    return None
+
+
+def graph(imps: list[Import]) -> dict[str, set[str]]:
+    """Edges among mockgpu modules, from every import: module-level, inside functions and under
+    ``if TYPE_CHECKING:`` alike (a cycle hidden in a function or behind a type-only import is still a
+    cycle of the design). Importing ``a.b.c`` also runs ``a`` and ``a.b``'s ``__init__``: those edges count
+    too, as they do for Python."""
+    known = set(modules())
+    g: dict[str, set[str]] = {m: set() for m in known}
+    for imp in imps:
+        owner = _owner(imp.target, known)
+        if owner is None:
+            continue
+        parts = owner.split(".")
+        for i in range(1, len(parts) + 1):
+            dep = ".".join(parts[:i])
+            if dep in known and dep != imp.module and not imp.module.startswith(dep + "."):
+                g[imp.module].add(dep)
+    return g
+
+
+def cycles(g: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[frozenset[str]] = []
+    counter = 0
+    for root in sorted(g):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(g[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(g[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = set()
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.add(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(frozenset(comp))
+    return out
+
+
+def local_imports(imps: list[Import]) -> list[Import]:
+    return [i for i in imps if i.local and not i.type_checking]
+
+
+def lazy_allowed(imp: Import) -> bool:
+    for mod, target in LAZY_ALLOWED.items():
+        if imp.module == mod and (imp.target == target or imp.target.startswith(target + ".")):
+            return True
+    return False
+
+
+def test_no_import_cycles():
+    found = set(cycles(graph(all_imports())))
+    new = [sorted(c) for c in found - KNOWN_CYCLES]
+    gone = [sorted(c) for c in KNOWN_CYCLES - found]
+    assert not new, f"new import cycles among mockgpu modules: {new}"
+    assert not gone, f"cycles listed as known (issue 19) are gone: drop them from KNOWN_CYCLES: {gone}"
+
+
+def test_no_function_local_imports_outside_the_allowlist():
+    bad = [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in local_imports(all_imports())
+        if not lazy_allowed(i)
+    ]
+    assert not bad, "imports inside functions (move them to the top, or name them in LAZY_ALLOWED " \
+        "and docs/ARCHITECTURE.md if an optional heavy dependency):\n" + "\n".join(bad)
+
+
+def test_allowlist_entries_are_used():
+    used = {(i.module) for i in local_imports(all_imports()) if lazy_allowed(i)}
+    assert set(LAZY_ALLOWED) <= used, f"unused LAZY_ALLOWED entries: {set(LAZY_ALLOWED) - used}"
+
+
+def test_apimachinery_is_a_leaf():
+    if "mockgpu.apimachinery" not in modules():
+        pytest.skip("no mockgpu/apimachinery room yet")
+    bad = [
+        f"{i.module}:{i.line} imports {i.target}"
+        for i in all_imports()
+        if i.module.startswith("mockgpu.apimachinery")
+        and i.target.startswith("mockgpu")
+        and not i.target.startswith("mockgpu.apimachinery")
+    ]
+    assert not bad, "mockgpu/apimachinery must import nothing else of mockgpu:\n" + "\n".join(bad)
+
+
+def test_the_analyzer_sees_cycles_and_local_imports(tmp_path):
+    """The checks above are only as good as this reader: a planted cycle and a planted local import."""
+    a = ast.parse("import mockgpu.b\ndef f():\n    import json\n")
+    assert isinstance(a.body[0], ast.Import)
+    g = {"mockgpu.a": {"mockgpu.b"}, "mockgpu.b": {"mockgpu.c"}, "mockgpu.c": {"mockgpu.a"}, "mockgpu.d": set()}
+    assert cycles(g) == [frozenset({"mockgpu.a", "mockgpu.b", "mockgpu.c"})]
+    p = tmp_path / "m.py"
+    p.write_text(
+        "from typing import TYPE_CHECKING\nimport os\nif TYPE_CHECKING:\n    import mockgpu.x\n"
+        "def f():\n    import json\n"
+    )
+    found = imports_of("mockgpu.m", p, {"mockgpu.m"})
+    by = {i.target: i for i in found}
+    assert by["os"].local is False
+    assert by["mockgpu.x"].type_checking is True
+    assert by["json"].local is True
+
+
+def main() -> None:
+    imps = all_imports()
+    g = graph(imps)
+    cyc = cycles(g)
+    loc = local_imports(imps)
+    print(f"modules: {len(g)}  mockgpu edges: {sum(len(v) for v in g.values())}")
+    print(f"cycles (strongly connected components): {len(cyc)}")
+    for c in sorted(cyc, key=len):
+        print(f"  {len(c)}: {' '.join(sorted(m.removeprefix('mockgpu.') for m in c))}")
+    print(f"function-local imports: {len(loc)} (allowed: {sum(lazy_allowed(i) for i in loc)})")
+    mg = Counter("mockgpu" if i.target.startswith("mockgpu") else i.target.split(".")[0] for i in loc)
+    print("  by target: " + ", ".join(f"{k} {v}" for k, v in mg.most_common()))
+    if "-v" in sys.argv:
+        for i in loc:
+            print(f"  {i.module}:{i.line} {i.target}{'  (allowed)' if lazy_allowed(i) else ''}")
+
+
+if __name__ == "__main__":
+    main()
