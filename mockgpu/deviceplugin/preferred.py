@@ -21,17 +21,26 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from math import comb
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from mockgpu.deviceplugin.resources import InvalidRequestError
-
-if TYPE_CHECKING:
-    from mockgpu.deviceplugin.resources import Device, NodeResourceManager
+from mockgpu.deviceplugin.devices import Device, InvalidRequestError
+from mockgpu.gpu.inventory import NodeInventory
 
 NVLINK_SCORE = 100
 SAME_NUMA_SCORE = 20
 CROSS_NUMA_SCORE = 10
 MAX_CANDIDATE_SETS = 20000
+
+
+class NodeResourceManager(Protocol):
+    """What the policies read of a resource manager (``resources.NodeResourceManager`` is one)."""
+
+    inventory: NodeInventory
+    shared_policy: str
+
+    def devices(self) -> tuple[Device, ...]: ...
+
+    def device(self, device_id: str) -> Device: ...
 
 
 def preferred_allocation(
