@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import grpc
 
-from mockgpu.control.kubelet.endpoint import go_rpc_error
-from mockgpu.control.kubelet.podevices import ContainerAllocation
+from mockgpu.control.kubelet.endpoint import Endpoint, go_rpc_error
+from mockgpu.control.kubelet.podevices import ContainerAllocation, PodDevices
 from mockgpu.quantity import int_value
-
-if TYPE_CHECKING:
-    from mockgpu.control.kubelet.devicemanager import DeviceManager
 
 NO_NUMA = "-1"
 
@@ -26,6 +23,26 @@ class AdmissionError(Exception):
         self.reason = reason
         self.message = f"Allocate failed due to {err}, which is unexpected"
         super().__init__(self.message)
+
+
+class DeviceManager(Protocol):
+    """What allocation reads and writes of the device manager (``devicemanager.DeviceManager`` is one)."""
+
+    pods: PodDevices
+
+    def is_device_plugin_resource(self, name: str) -> bool: ...
+
+    def endpoint(self, resource: str) -> Endpoint | None: ...
+
+    def healthy_devices(self, resource: str) -> set[str] | None: ...
+
+    def numa_of(self, resource: str) -> dict[str, tuple[int, ...]]: ...
+
+    def record_allocation(
+        self, uid: str, container: str, resource: str, by_numa: dict[str, list[str]], resp: Any
+    ) -> None: ...
+
+    def get_allocation(self, pod_uid: str, container: str) -> ContainerAllocation | None: ...
 
 
 def natural_key(device_id: str) -> list:

@@ -31,14 +31,31 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from mockgpu.control.kubelet import podlogsgc
+from mockgpu.control.kubelet.devicemanager import DeviceManager
+from mockgpu.control.kubelet.dramanager import DRAManager
+from mockgpu.control.kubelet.events import EventRecorder
 from mockgpu.control.kubelet.nodestatus import now_rfc3339
 from mockgpu.control.kubelet.podworker import PodEvent, PodWorker
+from mockgpu.control.kubelet.publisher import GpuStatePublisher
+from mockgpu.control.kubelet.runtime import ProcessRuntime
 
-if TYPE_CHECKING:
-    from mockgpu.control.kubelet.kubelet import Kubelet
+
+class Kubelet(Protocol):
+    """What pod sync reads of its node's kubelet (``kubelet.Kubelet`` is one; it owns the ``PodSync``)."""
+
+    name: str
+    core: Any  # the official client's CoreV1Api
+    dm: DeviceManager
+    dra: DRAManager
+    events: EventRecorder | None
+    publisher: GpuStatePublisher | None
+    runtime: ProcessRuntime
+    state_dir: Path
+    node_gone: bool
 
 log = logging.getLogger(__name__)
 SMP = "application/strategic-merge-patch+json"

@@ -16,19 +16,31 @@ mockgpu additions: the filter/score annotations (so the pod inspector can show e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.scheduler.events import rfc3339
+from mockgpu.control.scheduler.api import RawApi
+from mockgpu.control.scheduler.cache import Cache
+from mockgpu.control.scheduler.events import EventRecorder, rfc3339
+from mockgpu.control.scheduler.queue import QueuedPod, SchedulingQueue
+from mockgpu.control.scheduler.writers import Writers
 from mockgpu.sched.cycle import ANNOTATION_SELECTED, ScheduleResult, annotations
 from mockgpu.sched.framework import Code
 from mockgpu.sched.messages import fit_error
 from mockgpu.sched.snapshot import pod_key, pod_priority
 
-if TYPE_CHECKING:
-    from mockgpu.control.scheduler.queue import QueuedPod
-    from mockgpu.control.scheduler.scheduler import Scheduler
+
+class Scheduler(Protocol):
+    """What failure handling reads and writes of the loop (``scheduler.Scheduler`` is one; it calls this module)."""
+
+    api: RawApi
+    cache: Cache
+    queue: SchedulingQueue
+    recorder: EventRecorder
+    writers: Writers
+    failures_written: dict[str, tuple]
+
 
 ANNOTATION_FIRST_UNSCHEDULABLE = "mockgpu.io/first-unschedulable-time"
 TERMINATING_ON_NOMINATED = "preemption: not eligible due to a terminating pod on the nominated node."
