@@ -26,7 +26,7 @@ import copy
 import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from croniter import croniter
 from kubernetes.client.exceptions import ApiException
@@ -34,11 +34,9 @@ from kubernetes.client.exceptions import ApiException
 from mockgpu.control.apiserver.cronjobs import parse_error, zone
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
+from mockgpu.control.controllers.base import Manager
+from mockgpu.control.controllers.clock import Clock
 from mockgpu.control.controllers.replicaset import _status_message
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.clock import Clock
-    from mockgpu.control.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
@@ -157,7 +155,7 @@ def job_ref(job: Obj) -> Obj:
 # ---- the controller ---------------------------------------------------------------------------------------
 
 class CronJobController:
-    def __init__(self, mgr: ControllerManager, clock: Clock) -> None:
+    def __init__(self, mgr: Manager, clock: Clock) -> None:
         self.mgr = mgr
         self.clock = clock
         self.recorder = Recorder(mgr.api, "cronjob-controller")

@@ -27,18 +27,16 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
+from mockgpu.control.controllers.base import Manager
 from mockgpu.control.controllers.replicaset import _status_message, delete_pod
 from mockgpu.sched import nodeselector
 from mockgpu.sched.taints import first_untolerated
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]
 REVISION_HASH = "controller-revision-hash"
@@ -275,7 +273,7 @@ def _rolling_update(ds: Obj, keep: dict[str, Obj], creating: list[str], waiting:
 # ---- the controller ---------------------------------------------------------------------------------------
 
 class DaemonSetController:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.recorder = Recorder(mgr.api, "daemonset-controller")
 

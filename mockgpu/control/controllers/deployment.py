@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
+from mockgpu.control.controllers.base import Manager
 
 Obj = dict[str, Any]
 
@@ -71,7 +69,7 @@ def deployment_progressing(old: Obj, new: Obj) -> bool:
 
 
 class DeploymentController:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.recorder = Recorder(mgr.api, "deployment-controller")
 

@@ -12,14 +12,11 @@ other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.controllers.manager import DEPENDENT_PLURALS, OWNER_KINDS
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
+from mockgpu.control.controllers.base import DEPENDENT_PLURALS, OWNER_KINDS, Manager
 
 Obj = dict[str, Any]
 FOREGROUND = "foregroundDeletion"
@@ -28,7 +25,7 @@ JSON_PATCH = "application/json-patch+json"
 
 
 class GarbageCollector:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
 
     def _owner(self, ns: str, ref: Obj) -> Obj | None:

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
+from mockgpu.control.controllers.base import Manager
 from mockgpu.control.controllers.replicaset import _status_message, delete_pod
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]
 MAX_BACKOFF = 360.0
@@ -103,7 +101,7 @@ def want_active(spec: Obj, succeeded: int) -> int:
 
 
 class JobController:
-    def __init__(self, mgr: ControllerManager, *, backoff: float = 10.0) -> None:
+    def __init__(self, mgr: Manager, *, backoff: float = 10.0) -> None:
         self.mgr = mgr
         self.backoff = backoff
         self.recorder = Recorder(mgr.api, "job-controller")

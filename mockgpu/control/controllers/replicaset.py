@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
+from mockgpu.control.controllers.base import Manager
 
 Obj = dict[str, Any]
 
 
-def delete_pod(mgr: ControllerManager, pod: Obj) -> None:
+def delete_pod(mgr: Manager, pod: Obj) -> None:
     """Delete a pod (uid precondition) and tell the cache: marked terminating, or gone."""
     meta = pod["metadata"]
     try:
@@ -43,7 +41,7 @@ def delete_pod(mgr: ControllerManager, pod: Obj) -> None:
 
 
 class ReplicaSetController:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.recorder = Recorder(mgr.api, "replicaset-controller")
 

@@ -24,12 +24,11 @@ claims, no reservation of claims for pods scheduled without the scheduler, and a
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
+from mockgpu.control.controllers.base import Manager
 
 Obj = dict[str, Any]
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -88,7 +87,7 @@ class ResourceClaimController:
     """Keys: ("Pod", ns, pod) creates and records claims; ("ResourceClaim", ns, claim) cleans up."""
 
 
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
 
     # ---- routing (called from the manager's event router) ----------------------------------------------------

@@ -28,16 +28,14 @@ import copy
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
+from mockgpu.control.controllers.base import Manager
 from mockgpu.control.controllers.replicaset import _status_message, delete_pod
-
-if TYPE_CHECKING:
-    from mockgpu.control.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]
 REVISION_HASH = "controller-revision-hash"
@@ -197,7 +195,7 @@ def _status(sts: Obj, pods: list[Obj], current_rev: str, update_rev: str, now: f
 # ---- the controller ---------------------------------------------------------------------------------------
 
 class StatefulSetController:
-    def __init__(self, mgr: ControllerManager) -> None:
+    def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.recorder = Recorder(mgr.api, "statefulset-controller")
 
