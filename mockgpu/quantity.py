@@ -62,3 +62,29 @@ def int_value(text: str | int | float) -> int:
 def is_integer(text: str | int | float) -> bool:
     """Whether the quantity is a whole number (extended resources must be)."""
     return parse_quantity(text).denominator == 1
+
+
+_DECIMAL = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"), (-6, "u"),
+            (-9, "n"))
+_BINARY = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
+
+
+def canonical(value: Fraction | str | int | float) -> str:
+    """A quantity as ``Quantity.String()`` prints it: 0.5 → 500m, 2000 → 2k, 1536Mi stays 1536Mi, 2048Mi → 2Gi."""
+    binary = isinstance(value, str) and value.strip().endswith("i")
+    v = value if isinstance(value, Fraction) else parse_quantity(value)
+    if v == 0:
+        return "0"
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    if binary and v.denominator == 1 and v >= 1024:
+        for exp, suffix in _BINARY:
+            if v % (2 ** exp) == 0:
+                return f"{sign}{v // 2 ** exp}{suffix}"
+        return f"{sign}{v}"
+    nanos = -((-v * 10**9).__floor__())  # upstream rounds up below 1n
+    v = Fraction(nanos, 10**9)
+    for exp, suffix in _DECIMAL:
+        scaled = v / Fraction(10) ** exp
+        if scaled.denominator == 1:
+            return f"{sign}{scaled.numerator}{suffix}"
+    return f"{sign}{nanos}n"

@@ -7,7 +7,7 @@ kubelet, widgets, kind manifests). They are built from a cluster spec by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,6 @@ class NodeInventory:
 
 def inventory_to_dict(inv: NodeInventory) -> dict:
     """A JSON-ready form of ``inv`` (the driver directory's ``inventory.json``)."""
-    from dataclasses import asdict
-
     return asdict(inv)
 
 

@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,8 +73,6 @@ def pid_namespace() -> str:
     try:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
-        import socket
-
         return socket.gethostname()
 
 

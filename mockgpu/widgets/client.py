@@ -7,6 +7,7 @@ message says how to bring it back, so a widget can show one sentence instead of 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Callable
@@ -55,7 +56,6 @@ def with_image(manifest: Obj, image: tuple[str, str] | None) -> Obj:
     None (the caller's dict is never changed: a lab may print it)."""
     if image is None:
         return manifest
-    import copy
 
     out = copy.deepcopy(manifest)
     spec = out["spec"]

@@ -7,7 +7,8 @@ import copy
 import pytest
 
 from mockgpu.control.apiserver.status import StatusError
-from mockgpu.control.apiserver.validation import canonical, default_and_validate
+from mockgpu.control.apiserver.validation import default_and_validate
+from mockgpu.quantity import canonical
 
 
 def pod(resources=None, **spec_extra):

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mockgpu.control.apiserver import tables, workloads
+from mockgpu.apimachinery import selectors
+from mockgpu.control.apiserver import tables
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.deployment import deployment_complete, deployment_progressing
 from mockgpu.control.controllers.job import backoff_delay, still_running, want_active
@@ -230,14 +231,14 @@ def test_still_running_counts_pods_a_kubelet_is_stopping():
     ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"b": "1"}, True),
 ])
 def test_selector_matches(selector, labels, matches):
-    assert workloads.selector_matches(selector, labels) is matches
+    assert selectors.selector_matches(selector, labels) is matches
 
 
 def test_selector_string_sorts_by_key_like_labels_selector_string():
     sel = {"matchLabels": {"tier": "web", "app": "d1"},
            "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]},
                                 {"key": "gone", "operator": "DoesNotExist"}]}
-    assert workloads.selector_string(sel) == "app=d1,env in (dev,prod),!gone,tier=web"
+    assert selectors.selector_string(sel) == "app=d1,env in (dev,prod),!gone,tier=web"
 
 
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)

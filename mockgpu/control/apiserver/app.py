@@ -31,6 +31,7 @@ from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.patch import apply_patch
 from mockgpu.control.apiserver.podlogs import serve_log
 from mockgpu.control.apiserver.request import (
     INCONSISTENT_CONTINUE,
@@ -54,6 +55,7 @@ from mockgpu.control.apiserver.request import (
 )
 from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
 from mockgpu.control.apiserver.store import Obj, Store
+from mockgpu.control.apiserver.tables import to_table
 from mockgpu.control.apiserver.validation import default_and_validate
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
 
@@ -235,8 +237,6 @@ class APIApp:
         return self._object_response(request, t.info, obj, 201)
 
     def _patch(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
-        from mockgpu.control.apiserver.patch import apply_patch
-
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if ctype not in PATCH_TYPES:
             raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
@@ -251,8 +251,6 @@ class APIApp:
 
     async def _scale(self, request: web.Request, t: Target, verb: str) -> web.Response:
         """``<deployments|replicasets|statefulsets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
-        from mockgpu.control.apiserver.patch import apply_patch
-
         ns, name = t.namespace or "", t.name or ""
         current = self.api.get(t.info, ns, name)
         if verb == "get":
@@ -406,8 +404,6 @@ class APIApp:
         return rv
 
     def table(self, info: ResourceInfo, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
-        from mockgpu.control.apiserver.tables import to_table
-
         # printers read the stored form (one Event printer serves both groups, as upstream's internal type does)
         out = to_table(info.plural, items, include_object=q.get("includeObject", "Metadata"))
         if info.group == "events.k8s.io" and q.get("includeObject") == "Object":

@@ -19,6 +19,14 @@ from croniter import croniter
 from croniter.croniter import CroniterError
 
 from mockgpu.control.apiserver.status import FieldError, field_invalid, field_not_supported, field_required
+from mockgpu.control.apiserver.workloadcommon import (
+    default_template,
+    invalid_bare,
+    nonneg,
+    set_default,
+    template_errors,
+    validate_pod_failure_policy,
+)
 
 DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 POLICIES = ("Allow", "Forbid", "Replace")
@@ -59,12 +67,10 @@ def zone(name: str | None) -> tzinfo:
 
 
 def apply_defaults(spec: dict[str, Any]) -> None:
-    from mockgpu.control.apiserver.workloads import _default, default_template
-
-    _default(spec, "concurrencyPolicy", "Allow")
-    _default(spec, "suspend", False)
-    _default(spec, "successfulJobsHistoryLimit", 3)
-    _default(spec, "failedJobsHistoryLimit", 1)
+    set_default(spec, "concurrencyPolicy", "Allow")
+    set_default(spec, "suspend", False)
+    set_default(spec, "successfulJobsHistoryLimit", 3)
+    set_default(spec, "failedJobsHistoryLimit", 1)
     template = spec.get("jobTemplate")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_template(template["spec"].get("template"))
@@ -93,13 +99,6 @@ def _prefixed(errs: list[FieldError], prefix: str) -> list[FieldError]:
 
 
 def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    from mockgpu.control.apiserver.workloads import (
-        _invalid_bare,
-        _nonneg,
-        _template_errors,
-        validate_pod_failure_policy,
-    )
-
     spec = obj.get("spec") or {}
     ospec = (old or {}).get("spec") or {}
     errs: list[FieldError] = []
@@ -119,7 +118,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
         elif not allow_tz and "TZ" in schedule:
             errs.append(field_invalid("spec.schedule", schedule,
                                       "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
-    _nonneg(errs, "spec.startingDeadlineSeconds", spec.get("startingDeadlineSeconds"))
+    nonneg(errs, "spec.startingDeadlineSeconds", spec.get("startingDeadlineSeconds"))
     if old is None or ospec.get("timeZone") != spec.get("timeZone"):
         errs += _timezone_errors(spec.get("timeZone"))
     policy = spec.get("concurrencyPolicy")
@@ -132,16 +131,16 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
     jspec = jspec if isinstance(jspec, dict) else {}
     prefix = "spec.jobTemplate.spec."
     for f in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
-        _nonneg(errs, prefix + f, jspec.get(f))
-    errs += _template_errors(jspec.get("template"), prefix + "template", ("OnFailure", "Never"))
+        nonneg(errs, prefix + f, jspec.get(f))
+    errs += template_errors(jspec.get("template"), prefix + "template", ("OnFailure", "Never"))
     errs += _prefixed(validate_pod_failure_policy(jspec), prefix)
     if jspec.get("selector") is not None:
-        errs.append(_invalid_bare(prefix + "selector", json.dumps(jspec["selector"], sort_keys=True),
+        errs.append(invalid_bare(prefix + "selector", json.dumps(jspec["selector"], sort_keys=True),
                                   "`selector` will be auto-generated"))
     if jspec.get("manualSelector") is True:
         errs.append(field_not_supported(prefix + "manualSelector", True, ("nil", "false")))
     for f in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
-        _nonneg(errs, f"spec.{f}", spec.get(f))
+        nonneg(errs, f"spec.{f}", spec.get(f))
     name = (obj.get("metadata") or {}).get("name") or ""
     if old is None and len(name) > 52:
         errs.append(field_invalid("metadata.name", name, "must be no more than 52 characters"))

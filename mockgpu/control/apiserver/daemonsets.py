@@ -12,22 +12,29 @@ import json
 from typing import Any
 
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required
+from mockgpu.control.apiserver.workloadcommon import (
+    Bare,
+    int_or_percent,
+    invalid_bare,
+    nonneg,
+    selector_errors,
+    set_default,
+    template_errors,
+)
 
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 def apply_defaults(spec: dict[str, Any]) -> None:
-    from mockgpu.control.apiserver.workloads import _default
-
-    strategy = _default(spec, "updateStrategy", {})
+    strategy = set_default(spec, "updateStrategy", {})
     if isinstance(strategy, dict):
-        _default(strategy, "type", "RollingUpdate")
+        set_default(strategy, "type", "RollingUpdate")
         if strategy["type"] == "RollingUpdate":
-            ru = _default(strategy, "rollingUpdate", {})
+            ru = set_default(strategy, "rollingUpdate", {})
             if isinstance(ru, dict):
-                _default(ru, "maxUnavailable", 1)
-                _default(ru, "maxSurge", 0)
-    _default(spec, "revisionHistoryLimit", 10)
+                set_default(ru, "maxUnavailable", 1)
+                set_default(ru, "maxSurge", 0)
+    set_default(spec, "revisionHistoryLimit", 10)
 
 
 def template_generation(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -55,22 +62,13 @@ def _strategy_dump(strategy: dict[str, Any]) -> str:
 
 
 def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    from mockgpu.control.apiserver.workloads import (
-        _Bare,
-        _int_or_percent,
-        _invalid_bare,
-        _nonneg,
-        _selector_errors,
-        _template_errors,
-    )
-
     spec = obj.get("spec") or {}
-    errs: list[FieldError] = _selector_errors(spec, "DaemonSet")
-    errs += _template_errors(spec.get("template"), "spec.template", ("Always",))
+    errs: list[FieldError] = selector_errors(spec, "DaemonSet")
+    errs += template_errors(spec.get("template"), "spec.template", ("Always",))
     if ((spec.get("template") or {}).get("spec") or {}).get("activeDeadlineSeconds") is not None:
         errs.append(field_forbidden("spec.template.spec.activeDeadlineSeconds",
                                     "activeDeadlineSeconds in DaemonSet is not Supported"))
-    _nonneg(errs, "spec.minReadySeconds", spec.get("minReadySeconds"))
+    nonneg(errs, "spec.minReadySeconds", spec.get("minReadySeconds"))
     strategy = spec.get("updateStrategy") or {}
     strategy = strategy if isinstance(strategy, dict) else {"type": strategy}
     stype = strategy.get("type")
@@ -80,8 +78,8 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
             errs.append(field_required("spec.updateStrategy.rollingUpdate"))
         else:
             path = "spec.updateStrategy.rollingUpdate"
-            unavailable = _int_or_percent(errs, f"{path}.maxUnavailable", ru.get("maxUnavailable"))
-            surge = _int_or_percent(errs, f"{path}.maxSurge", ru.get("maxSurge"))
+            unavailable = int_or_percent(errs, f"{path}.maxUnavailable", ru.get("maxUnavailable"))
+            surge = int_or_percent(errs, f"{path}.maxSurge", ru.get("maxSurge"))
             if unavailable and surge:
                 errs.append(field_invalid(f"{path}.maxSurge", ru.get("maxSurge"),
                                           "may not be set when maxUnavailable is non-zero"))
@@ -89,9 +87,9 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
                 errs.append(field_required(f"{path}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
     elif stype != "OnDelete":
         errs.append(FieldError("spec.updateStrategy", "NotSupported",
-                               'supported values: "RollingUpdate", "OnDelete"', _Bare(_strategy_dump(strategy))))
-    _nonneg(errs, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+                               'supported values: "RollingUpdate", "OnDelete"', Bare(_strategy_dump(strategy))))
+    nonneg(errs, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
     if old is not None and spec.get("selector") != (old.get("spec") or {}).get("selector"):
-        errs.append(_invalid_bare("spec.selector", json.dumps(spec.get("selector"), sort_keys=True),
+        errs.append(invalid_bare("spec.selector", json.dumps(spec.get("selector"), sort_keys=True),
                                   "field is immutable"))
     return errs

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mockgpu.control.apiserver.names import generate_name
 from mockgpu.quantity import QuantityError, parse_quantity
 
 DEFAULT_TOLERATION_SECONDS = 300
@@ -142,8 +143,6 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
 
 def mount_service_account_token(spec: dict[str, Any]) -> None:
     """The ServiceAccount admission plugin's projected token volume and its mount in every container."""
-    from mockgpu.control.apiserver.names import generate_name
-
     if spec.get("automountServiceAccountToken") is False:
         return
     containers = [c for key in ("initContainers", "containers", "ephemeralContainers")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockgpu.control.apiserver import status as st
+from mockgpu.control.apiserver.selectors import _split_term, _split_unescaped
 from mockgpu.control.apiserver.status import FieldError, field_invalid, field_required
 
 API_VERSION = "events.k8s.io/v1"
@@ -105,8 +106,6 @@ def validate_update(new_core: dict[str, Any], old_core: dict[str, Any]) -> list[
 
 def translate_field_selector(text: str) -> str:
     """An events.k8s.io fieldSelector rewritten to the core labels (400 for a label this group lacks)."""
-    from mockgpu.control.apiserver.selectors import _split_term, _split_unescaped
-
     terms = []
     for term in _split_unescaped(text or "", ","):
         if not term:

@@ -14,28 +14,34 @@ from typing import Any
 
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required
+from mockgpu.control.apiserver.workloadcommon import (
+    int_or_percent,
+    invalid_bare,
+    nonneg,
+    selector_errors,
+    set_default,
+    template_errors,
+)
 
 
 def apply_defaults(spec: dict[str, Any]) -> None:
-    from mockgpu.control.apiserver.workloads import _default
-
-    _default(spec, "podManagementPolicy", "OrderedReady")
-    strategy = _default(spec, "updateStrategy", {})
+    set_default(spec, "podManagementPolicy", "OrderedReady")
+    strategy = set_default(spec, "updateStrategy", {})
     if isinstance(strategy, dict):
         if not strategy.get("type"):
             strategy["type"] = "RollingUpdate"
-            _default(strategy, "rollingUpdate", {})
+            set_default(strategy, "rollingUpdate", {})
         ru = strategy.get("rollingUpdate")
         if strategy["type"] == "RollingUpdate" and isinstance(ru, dict):
-            _default(ru, "partition", 0)
-            _default(ru, "maxUnavailable", 1)
-    retention = _default(spec, "persistentVolumeClaimRetentionPolicy", {})
+            set_default(ru, "partition", 0)
+            set_default(ru, "maxUnavailable", 1)
+    retention = set_default(spec, "persistentVolumeClaimRetentionPolicy", {})
     if isinstance(retention, dict):
         for key in ("whenDeleted", "whenScaled"):
             if not retention.get(key):
                 retention[key] = "Retain"
-    _default(spec, "replicas", 1)
-    _default(spec, "revisionHistoryLimit", 10)
+    set_default(spec, "replicas", 1)
+    set_default(spec, "revisionHistoryLimit", 10)
 
 
 def _go_strategy(strategy: dict[str, Any]) -> str:
@@ -45,14 +51,6 @@ def _go_strategy(strategy: dict[str, Any]) -> str:
 
 
 def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    from mockgpu.control.apiserver.workloads import (
-        _int_or_percent,
-        _invalid_bare,
-        _nonneg,
-        _selector_errors,
-        _template_errors,
-    )
-
     spec = obj.get("spec") or {}
     errs: list[FieldError] = []
     policy = spec.get("podManagementPolicy")
@@ -68,28 +66,28 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
         errs.append(field_required("spec.updateStrategy"))
     elif stype == "OnDelete":
         if ru is not None:
-            errs.append(_invalid_bare("spec.updateStrategy.rollingUpdate", json.dumps(ru, sort_keys=True),
+            errs.append(invalid_bare("spec.updateStrategy.rollingUpdate", json.dumps(ru, sort_keys=True),
                                       "only allowed for updateStrategy 'RollingUpdate'"))
     elif stype == "RollingUpdate":
         if isinstance(ru, dict):
-            _nonneg(errs, "spec.updateStrategy.rollingUpdate.partition", ru.get("partition"))
+            nonneg(errs, "spec.updateStrategy.rollingUpdate.partition", ru.get("partition"))
             if ru.get("maxUnavailable") is not None:
                 path = "spec.updateStrategy.rollingUpdate.maxUnavailable"
-                value = _int_or_percent(errs, path, ru["maxUnavailable"])
+                value = int_or_percent(errs, path, ru["maxUnavailable"])
                 if value == 0:
                     errs.append(field_invalid(path, ru["maxUnavailable"], "cannot be 0"))
     else:
-        errs.append(_invalid_bare("spec.updateStrategy", _go_strategy(strategy),
+        errs.append(invalid_bare("spec.updateStrategy", _go_strategy(strategy),
                                   "must be 'RollingUpdate' or 'OnDelete'"))
-    _nonneg(errs, "spec.replicas", spec.get("replicas"))
-    _nonneg(errs, "spec.minReadySeconds", spec.get("minReadySeconds"))
+    nonneg(errs, "spec.replicas", spec.get("replicas"))
+    nonneg(errs, "spec.minReadySeconds", spec.get("minReadySeconds"))
     ordinals = spec.get("ordinals")
     if isinstance(ordinals, dict):
-        _nonneg(errs, "spec.ordinals.start", ordinals.get("start"))
+        nonneg(errs, "spec.ordinals.start", ordinals.get("start"))
     service = spec.get("serviceName")
     if isinstance(service, str) and service:
         errs += [field_invalid("spec.serviceName", service, m) for m in names.dns1123_label(service)]
-    errs += _selector_errors(spec, "StatefulSet")
+    errs += selector_errors(spec, "StatefulSet")
     templates = spec.get("volumeClaimTemplates")
     if templates is not None and not isinstance(templates, list):
         errs.append(field_invalid("spec.volumeClaimTemplates", templates, "must be a list of PersistentVolumeClaims"))
@@ -103,7 +101,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
         own = [v for v in tspec.get("volumes") or [] if isinstance(v, dict) and v.get("name") not in claims]
         tspec["volumes"] = [{"name": c, "emptyDir": {}} for c in sorted(claims) if c] + own
         template = {**template, "spec": tspec}
-    errs += _template_errors(template, "spec.template", ("Always",))
+    errs += template_errors(template, "spec.template", ("Always",))
     if ((spec.get("template") or {}).get("spec") or {}).get("activeDeadlineSeconds") is not None:
         errs.append(field_forbidden("spec.template.spec.activeDeadlineSeconds",
                                     "activeDeadlineSeconds in StatefulSet is not Supported"))
@@ -111,6 +109,6 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError
         ospec = old.get("spec") or {}
         for f in ("selector", "volumeClaimTemplates", "serviceName", "podManagementPolicy"):
             if spec.get(f) != ospec.get(f):
-                errs.append(_invalid_bare(f"spec.{f}", json.dumps(spec.get(f), sort_keys=True),
+                errs.append(invalid_bare(f"spec.{f}", json.dumps(spec.get(f), sort_keys=True),
                                           "field is immutable"))
     return errs

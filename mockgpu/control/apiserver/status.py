@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+
 #: field.ErrorType → (cause reason, text that starts the cause message)
 _FIELD_TYPES: dict[str, tuple[str, str]] = {
     "NotFound": ("FieldValueNotFound", "Not found"),
@@ -206,7 +208,6 @@ def method_not_allowed(action: str = "", resource: str = "", group: str = "") ->
     """
     if not (action and resource):
         return _status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-    from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
     plural = KIND_TO_PLURAL.get(resource, resource)
     verb = _VERBS.get(action.upper(), action)
     details: dict[str, Any] = {"group": group, "kind": plural} if group else {"kind": plural}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.apimachinery.selectors import selector_string
 from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
 
 _NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some "
@@ -345,8 +346,6 @@ JOB_COLUMNS = [
 
 def _template_cells(obj: dict[str, Any]) -> list[str]:
     """Containers, Images and Selector as upstream's ``layoutContainerCells`` and selector printing."""
-    from mockgpu.control.apiserver.workloads import selector_string
-
     spec = obj.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
     return [",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers),

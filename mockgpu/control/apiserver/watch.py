@@ -16,7 +16,7 @@ from typing import Any
 
 from mockgpu.control.apiserver.listoptions import ListOptions
 from mockgpu.control.apiserver.request import encode, wants_table
-from mockgpu.control.apiserver.status import too_old_resource_version
+from mockgpu.control.apiserver.status import StatusError, bad_request, too_old_resource_version
 from mockgpu.control.apiserver.store import Event, Obj, Store
 
 #: live events a watcher may have waiting. Upstream's cacheWatcher buffers 10 to 1000 events
@@ -190,8 +190,6 @@ async def serve_watch(request: Any, app: Any, info: Any, opts: ListOptions, name
     ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark.
     ``name`` (from ``/watch/.../<name>`` or ``?watch`` on an object's URL) narrows it to that object."""
     from aiohttp import HttpVersion11, web
-
-    from mockgpu.control.apiserver.status import StatusError, bad_request
 
     q = request.query
     store = app.store

@@ -20,7 +20,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.apiserver.workloads import selector_matches
+from mockgpu.apimachinery.selectors import selector_matches
 from mockgpu.control.controllers.api import ControllerApi
 from mockgpu.control.controllers.base import (  # noqa: F401  (re-exported: tests and callers import them from here)
     DEPENDENT_PLURALS,

@@ -12,6 +12,7 @@ Simplified: pods are created in one burst rather than upstream's slow-start batc
 from __future__ import annotations
 
 import copy
+import json
 import time
 from typing import Any
 
@@ -108,8 +109,6 @@ class ReplicaSetController:
 
 
 def _status_message(exc: ApiException) -> str:
-    import json
-
     try:
         return str(json.loads(exc.body or "{}").get("message") or exc.reason)
     except ValueError:

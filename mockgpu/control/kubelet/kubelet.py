@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -37,6 +38,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.inventory import device_plugin_inventory, dra_gpus, node_inventory
@@ -87,10 +90,6 @@ def dra_dir_for(root: Path) -> Path:
 
 def write_client_kubeconfig(api: Any, path: Path) -> Path:
     """A kubeconfig (mode 0600) for the server, CA and credentials of a ``kubernetes.client.ApiClient``."""
-    import os
-
-    import yaml
-
     cfg = api.configuration
     cluster: dict[str, Any] = {"server": cfg.host}
     if cfg.ssl_ca_cert:

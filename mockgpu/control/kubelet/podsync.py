@@ -150,8 +150,6 @@ class PodSync:
 
     def _read_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
         """The pod as the API has it now (its claim statuses may be newer than the watch event's)."""
-        import json
-
         ns, name = _ns_name(pod)
         return json.loads(self.k.core.read_namespaced_pod(name, ns, _preload_content=False).data)
 
