@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from mockgpu.config.nodelabels import POOL_LABEL
 from mockgpu.gpu.catalog import get_model
 from mockgpu.widgets.clustermap import cluster_map
 from mockgpu.widgets.labkit import LabCluster
@@ -36,7 +37,6 @@ from mockgpu.widgets.snapshot import (
 from mockgpu.widgets.submit import Submission, deployment_manifest, job_manifest
 from mockgpu.widgets.timeline import USD_PER_GPU_HOUR, price_key
 
-POOL_LABEL = "mockgpu.io/pool"
 GIB = 1024
 WHOLE, MIG, SHARED = "whole GPU", "MIG instance", "time-sliced replica"
 

@@ -11,13 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mockgpu.apimachinery.names import dns1123_label
 from mockgpu.config.nvidia import DevicePluginConfig, MigConfigEntry
 from mockgpu.errors import ConfigError
 
 API_VERSION = "mockgpu.io/v1alpha1"
 KIND = "ClusterSpec"
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
 
@@ -98,7 +98,7 @@ class NodePool(_Strict):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, v: str) -> str:
-        if not _DNS1123_LABEL.match(v) or len(v) > 50:
+        if dns1123_label(v) or len(v) > 50:
             raise ValueError(f"'{v}' must be a lowercase DNS-1123 label of at most 50 characters")
         return v
 
@@ -117,7 +117,7 @@ class Metadata(_Strict):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, v: str) -> str:
-        if not _DNS1123_LABEL.match(v) or len(v) > 40:
+        if dns1123_label(v) or len(v) > 40:
             raise ValueError(f"'{v}' must be a lowercase DNS-1123 label of at most 40 characters")
         return v
 

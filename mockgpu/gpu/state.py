@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.gpu.driver import Driver
 from mockgpu.gpu.inventory import NodeInventory
 from mockgpu.gpu.oomlog import read_ooms
@@ -76,12 +76,7 @@ def device_uuid(inventory: NodeInventory, device_id: str) -> str:
     return base
 
 
-def rfc3339(t: float | datetime | None = None) -> str:
-    if t is None:
-        t = datetime.now(UTC)
-    elif not isinstance(t, datetime):
-        t = datetime.fromtimestamp(t, UTC)
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
 
 
 def gpu_state(driver: Driver, inputs: StateInputs | None = None, *, now: float | None = None) -> dict[str, Any]:

@@ -9,18 +9,16 @@ score 0..10). BalancedAllocation resources default to cpu, memory; weights must 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from mockgpu.apimachinery.names import qualified_name
 from mockgpu.sched import config_fields as F
 from mockgpu.sched.config_fields import Reader
 from mockgpu.sched.plugins.balanced_allocation import BalancedArgs
 from mockgpu.sched.plugins.node_resources_fit import DEFAULT_RESOURCES, FitArgs
 from mockgpu.sched.strategies import ScoringStrategy
 
-_QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                        r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _SUPPORTED_TYPES = ", ".join(f'"{t.value}"' for t in sorted(ScoringStrategy, key=lambda t: t.value))
 
 
@@ -71,7 +69,7 @@ def fit_args(r: Reader, raw: Any, path: str) -> FitArgs:
     ignored = [r.string(x, f"{path}.ignoredResources[{i}]")
                for i, x in enumerate(r.seq(args.get("ignoredResources"), f"{path}.ignoredResources"))]
     for i, name in enumerate(ignored):
-        if not _QUALIFIED.match(name):
+        if qualified_name(name):  # upstream: validation.IsQualifiedName
             raise r.fail(f"{path}.ignoredResources[{i}]", f'Invalid value: "{name}": must be a qualified name')
     groups = [r.string(x, f"{path}.ignoredResourceGroups[{i}]")
               for i, x in enumerate(r.seq(args.get("ignoredResourceGroups"), f"{path}.ignoredResourceGroups"))]

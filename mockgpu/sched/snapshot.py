@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.quantity import int_value, milli_value
 
 CPU = "cpu"
@@ -60,15 +61,6 @@ def cycle_cache() -> Iterator[None]:
 def resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
     """``{name: quantity}`` from the API → ``{name: int}``; keys are kept even when the value is 0."""
     return {str(k): resource_value(str(k), v) for k, v in (raw or {}).items()}  # type: ignore[arg-type]
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """Upstream ``IsExtendedResourceName``: a name with a ``/`` that is not a native resource (one containing
-    ``kubernetes.io/``) and has no ``requests.`` prefix, e.g. ``nvidia.com/gpu``. (Upstream also checks that
-    ``requests.<name>`` is a qualified name; the API server has already validated resource names.)"""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    return True
 
 
 def is_scalar_resource_name(name: str) -> bool:

@@ -41,7 +41,8 @@ def test_node_object_from_seed_spec():
     assert obj["metadata"]["name"] == "gpu-0"
     labels = obj["metadata"]["labels"]
     assert labels["kubernetes.io/hostname"] == "gpu-0"
-    assert labels["mockgpu.io/pool"] == "gpu" and labels["mockgpu.io/node"] == "true"
+    # mockgpu.io/node: the spec node name, as the kubelet and kind label it (issue 19; it was "true" here)
+    assert labels["mockgpu.io/pool"] == "gpu" and labels["mockgpu.io/node"] == "gpu-0"
     assert obj["status"]["capacity"] == obj["status"]["allocatable"] == {
         "cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "100Gi", "nvidia.com/gpu": "2"}
     ready = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"]

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import go_rfc3339 as rfc3339
 from mockgpu.control.apiserver.cronjobs import parse_error
 from mockgpu.control.controllers.clock import FakeClock
 from mockgpu.control.controllers.cronjob import (
@@ -19,7 +20,6 @@ from mockgpu.control.controllers.cronjob import (
     job_from_template,
     job_name,
     most_recent,
-    rfc3339,
 )
 from mockgpu.control.controllers.manager import Cache
 

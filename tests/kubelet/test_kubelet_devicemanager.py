@@ -7,8 +7,9 @@ import json
 import grpc
 import pytest
 
+from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.control.kubelet.checkpoint import CHECKPOINT_NAME
-from mockgpu.control.kubelet.devicemanager import AdmissionError, DeviceManager, is_extended_resource_name
+from mockgpu.control.kubelet.devicemanager import AdmissionError, DeviceManager
 
 RES = "example.com/gpu"
 IDS = ["d0", "d1", "d2", "d3"]

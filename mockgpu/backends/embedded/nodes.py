@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import platform
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.config import ClusterSpec, NodeSpec
+from mockgpu.config.nodelabels import kubelet_labels
 from mockgpu.control.kubelet.nodestatus import KUBELET_VERSION
 
 
@@ -23,9 +24,7 @@ def gpu_resources(node: NodeSpec) -> dict[str, str]:
 
 
 def node_labels(node: NodeSpec) -> dict[str, str]:
-    return {**node.labels, "kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-            "mockgpu.io/pool": node.pool, "mockgpu.io/node": "true"}
+    return kubelet_labels(node)
 
 
 def _condition(typ: str, status: str, reason: str, message: str, now: str) -> dict[str, str]:
@@ -35,7 +34,7 @@ def _condition(typ: str, status: str, reason: str, message: str, now: str) -> di
 
 def node_object(node: NodeSpec, now: str | None = None) -> dict[str, Any]:
     """A Ready v1 Node with the node's labels, taints, capacity and allocatable."""
-    now = now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = now or rfc3339()
     resources = {"cpu": node.cpu, "memory": node.memory, "pods": str(node.pods), "ephemeral-storage": "100Gi",
                  **gpu_resources(node)}
     taints = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]

@@ -24,7 +24,6 @@ from mockgpu.backends.kind import fgo
 from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, driver_host_dir, kind_config
 from mockgpu.backends.kind.dra import dra_nodes
 from mockgpu.backends.kind.images import mockgpu_image
-from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.backends.kind.preflight import first_blocking, preflight
 from mockgpu.backends.kind.render import (
     cluster_manifests,
@@ -36,6 +35,7 @@ from mockgpu.backends.kind.render import (
 from mockgpu.backends.kind.run import Progress, Result, Runner
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.dra.slices import DRIVER
 from mockgpu.errors import MockgpuError
 

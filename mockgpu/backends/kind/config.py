@@ -30,8 +30,9 @@ from typing import Any
 import yaml
 
 from mockgpu.backends.kind.images import NodeImage, node_image
-from mockgpu.backends.kind.labels import identity_labels, node_labels
+from mockgpu.backends.kind.labels import node_labels
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
+from mockgpu.config.nodelabels import identity_labels
 from mockgpu.errors import ConfigError
 
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"

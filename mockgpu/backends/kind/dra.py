@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 
 from mockgpu.backends.kind.config import DRIVER_DIR
-from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.errors import MockgpuError
 
 APP = "mockgpu-dra-driver"

@@ -14,6 +14,7 @@ from typing import Any
 
 from mockgpu.backends.kind.config import FGO_POOL_LABEL
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
+from mockgpu.config.inventory import node_inventory
 
 CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
 CHART_VERSION = "0.2.0"  # tag v0.2.0, 2026-07-01 (the newest the reference saw); pinned, never latest
@@ -29,8 +30,6 @@ def _gpu_facts(spec: ClusterSpec, node: NodeSpec) -> tuple[str, int]:
     """
     assert node.gpu is not None
     try:
-        from mockgpu.config.inventory import node_inventory
-
         gpu = node_inventory(spec, node.name).gpus[0]
         return re.sub(r"[^A-Za-z0-9._-]", "-", gpu.product_name)[:63], gpu.memory_mib
     except ImportError:

@@ -8,18 +8,12 @@ fallback derived from the spec alone is used. This module is the one place that 
 from __future__ import annotations
 
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
+from mockgpu.config.nodelabels import identity_labels
 
-NODE_LABEL = "mockgpu.io/node"  # value: the spec node name (``<pool>-<n>``)
-POOL_LABEL = "mockgpu.io/pool"
 # Node Feature Discovery's label on nodes with NVIDIA GPUs (GFD does not write it; FGO does).
 PRESENT_LABEL = "nvidia.com/gpu.present"
 # Labels GFD writes that change on every run; dropped so rendered output is stable.
 _VOLATILE = ("nvidia.com/gfd.timestamp",)
-
-
-def identity_labels(node: NodeSpec) -> dict[str, str]:
-    """Labels that tie a cluster node to its spec node."""
-    return {NODE_LABEL: node.name, POOL_LABEL: node.pool}
 
 
 def gpu_labels(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:

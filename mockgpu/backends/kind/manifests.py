@@ -25,8 +25,8 @@ import yaml
 
 from mockgpu.backends.kind.config import DRIVER_DIR, check_gpu_management
 from mockgpu.backends.kind.dra import CDI_DIR, device_classes, dra_daemonset, dra_nodes, dra_rbac, gpu_state_rbac
-from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.config.nodelabels import NODE_LABEL
 
 NAMESPACE = "mockgpu-system"
 APP = "mockgpu-device-plugin"

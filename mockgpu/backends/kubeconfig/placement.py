@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockgpu.backends.kind.labels import NODE_LABEL
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.config.nodelabels import NODE_LABEL, identity_labels
 from mockgpu.errors import MockgpuError
 
 REAL_GPU_LABEL = "nvidia.com/gpu.present"
@@ -77,8 +77,6 @@ def label_args(spec: ClusterSpec, node_map: dict[str, str]) -> list[list[str]]:
     since ``nvidia.com/gpu.present=true`` is what marks *real* GPU nodes here. Taints are not applied
     to someone else's cluster.
     """
-    from mockgpu.backends.kind.labels import identity_labels
-
     args = []
     for cluster_node, spec_node in node_map.items():
         node = spec.node(spec_node)

@@ -27,6 +27,8 @@ import threading
 from typing import Any
 
 from mockgpu.backends.upstream.schedlog import Attempt, SchedulerLog
+from mockgpu.sched.cycle import ANNOTATION_DRA_ALLOCATION, dra_allocation_summary
+from mockgpu.sched.dra.claimname import claim_name_or_empty
 
 log = logging.getLogger(__name__)
 ANN = "mockgpu.io/"
@@ -118,9 +120,6 @@ class ResultsRecorder:
     def _dra_allocation(self, ns: str, pod: Any) -> dict[str, str]:
         """``mockgpu.io/dra-allocation`` of a bound pod: its claims' allocations (templates' claims by the names
         the resource claim controller recorded in the pod's status); {} until every claim is allocated."""
-        from mockgpu.sched.cycle import ANNOTATION_DRA_ALLOCATION, dra_allocation_summary
-        from mockgpu.sched.dra.claimname import claim_name_or_empty
-
         as_dict = self.resource.api_client.sanitize_for_serialization(pod)
         allocations = {}
         for ref in as_dict["spec"]["resourceClaims"]:

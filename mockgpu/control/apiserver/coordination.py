@@ -10,10 +10,10 @@ upstream's rule that ``preferredHolder`` needs ``strategy``.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from mockgpu.control.apiserver.microtime import format_micro_time
+from mockgpu.apimachinery.timefmt import micro_time
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -42,4 +42,4 @@ def node_lease(node: str, now: datetime | None = None, node_uid: str | None = No
         meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
             "spec": {"holderIdentity": node, "leaseDurationSeconds": NODE_LEASE_DURATION_SECONDS,
-                     "renewTime": format_micro_time(now or datetime.now(UTC))}}
+                     "renewTime": micro_time(now)}}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockgpu.apimachinery.names import is_extended_resource_name, is_native_resource_name
 from mockgpu.control.apiserver import names, podclaims
 from mockgpu.control.apiserver.status import (
     FieldError,
@@ -152,17 +153,8 @@ def validate_resources(res: dict[str, Any], path: str) -> list[FieldError]:
 _STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
-def is_native(rname: str) -> bool:
-    return "/" not in rname or "kubernetes.io/" in rname
-
-
-def is_extended(rname: str) -> bool:
-    """upstream ``IsExtendedResourceName``: a prefixed name outside kubernetes.io, not ``requests.*``."""
-    return not is_native(rname) and not rname.startswith("requests.") and not names.qualified_name("requests." + rname)
-
-
 def overcommit_allowed(rname: str) -> bool:
-    return is_native(rname) and not rname.startswith("hugepages-")
+    return is_native_resource_name(rname) and not rname.startswith("hugepages-")
 
 
 def _resource_value(rname: str, raw: Any, path: str) -> list[FieldError]:
@@ -171,12 +163,12 @@ def _resource_value(rname: str, raw: Any, path: str) -> list[FieldError]:
     if "/" not in rname:
         if rname not in _STANDARD_CONTAINER_RESOURCES and not rname.startswith("hugepages-"):
             errs.append(field_invalid(path, rname, "must be a standard resource for containers"))
-    elif not is_native(rname) and not is_extended(rname):
+    elif not is_native_resource_name(rname) and not is_extended_resource_name(rname):
         errs.append(field_invalid(path, rname, "doesn't follow extended resource name standard"))
     value = parse_quantity(raw)
     if value < 0:
         errs.append(field_invalid(path, canonical(raw), "must be greater than or equal to 0"))
-    if is_extended(rname) and milli_value(raw) % 1000 != 0:
+    if is_extended_resource_name(rname) and milli_value(raw) % 1000 != 0:
         errs.append(field_invalid(path, canonical(raw), "must be an integer"))
     return errs
 

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo, stored_plurals
 from mockgpu.control.apiserver.names import generate_name
@@ -28,7 +29,7 @@ _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletio
 def now_rfc3339(offset_s: float = 0) -> str:
     """Now (plus ``offset_s``, capped at about 3000 years so a huge grace period cannot overflow)."""
     offset_s = min(offset_s, 10**11)
-    return (datetime.now(UTC) + timedelta(seconds=offset_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.now(UTC) + timedelta(seconds=offset_s))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mockgpu.apimachinery.timefmt import micro_time
+
 RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00"
 
 # Go's time.Parse walks the layout element by element; each element: (layout text, pattern of the value)
@@ -77,13 +79,10 @@ def time_error(value: str) -> str | None:
     return f'parsing time "{value}" as "{RFC3339}": extra text: "{rest}"' if rest else None
 
 
-def format_micro_time(when: datetime) -> str:
-    """How a MicroTime is encoded: UTC, six fractional digits."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def micro_now() -> str:
-    return format_micro_time(datetime.now(UTC))
+
+
 
 
 
@@ -109,4 +108,4 @@ def _holders(kind: str, obj: dict[str, Any]) -> list[tuple[dict[str, Any], str]]
 def normalize(kind: str, obj: dict[str, Any]) -> None:
     """Re-encode the MicroTimes as the Go types do on the way out (``+02:00`` becomes UTC ``Z``)."""
     for holder, key in _holders(kind, obj):
-        holder[key] = format_micro_time(parse_micro_time(holder[key]))
+        holder[key] = micro_time(parse_micro_time(holder[key]))

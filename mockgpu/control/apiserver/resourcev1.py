@@ -40,9 +40,9 @@ from __future__ import annotations
 import copy
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.celcompile import compile_error
 from mockgpu.control.apiserver.status import (
@@ -192,7 +192,7 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
         for device in _l(_d(spec).get("devices")) if kind == "ResourceSlice" else []:
             for taint in _l(_d(device).get("taints")):  # SetDefaults_DeviceTaint
                 if isinstance(taint, dict) and taint.get("timeAdded") is None:
-                    taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                    taint["timeAdded"] = rfc3339()
         meta = obj.setdefault("metadata", {})
         if old is None:
             meta["generation"] = 1
@@ -740,12 +740,6 @@ def extended_resource_name(val: str) -> list[str]:
     if val.startswith("requests."):
         msgs.append('must not have "requests." prefix')
     return msgs + names.qualified_name("requests." + val)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """``v1helper.IsExtendedResourceName``: prefixed outside kubernetes.io, and ``requests.<name>`` qualified."""
-    native = "/" not in name or "kubernetes.io/" in name
-    return not native and not name.startswith("requests.") and not names.qualified_name("requests." + name)
 
 
 ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"

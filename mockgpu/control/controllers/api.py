@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.control.controllers.logic import now_rfc3339
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.scheduler.api import MERGE, RawApi
 
 Obj = dict[str, Any]
@@ -90,7 +90,7 @@ class Recorder:
         meta = obj.get("metadata") or {}
         ns, name, uid = meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", "")
         key = (obj.get("kind"), ns, name, uid, type_, reason, message)
-        now = now_rfc3339()
+        now = rfc3339()
         try:
             with self._lock:
                 seen = self._sent.get(key)

@@ -31,6 +31,7 @@ from typing import Any
 from croniter import croniter
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import go_rfc3339
 from mockgpu.control.apiserver.cronjobs import parse_error, zone
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
@@ -48,12 +49,6 @@ TOO_MANY_MISSED = 100
 def job_name(cronjob: str, scheduled: datetime) -> str:
     """``getJobName``: the scheduled time in minutes since the epoch, so one schedule time makes one Job."""
     return f"{cronjob}-{int(scheduled.timestamp()) // 60}"
-
-
-def rfc3339(when: datetime) -> str:
-    """Go's ``time.RFC3339`` (``Z`` for UTC, ``+02:00`` otherwise; whole seconds)."""
-    text = when.replace(microsecond=0).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _schedule(cj: Obj) -> str:
@@ -137,7 +132,7 @@ def job_from_template(cj: Obj, scheduled: datetime) -> Obj:
     tmeta = template.get("metadata") or {}
     tz_name = (cj.get("spec") or {}).get("timeZone")
     annotations = dict(tmeta.get("annotations") or {})
-    annotations[SCHEDULED_TIMESTAMP] = rfc3339(scheduled.astimezone(zoneinfo.ZoneInfo(tz_name) if tz_name else UTC))
+    annotations[SCHEDULED_TIMESTAMP] = go_rfc3339(scheduled.astimezone(zoneinfo.ZoneInfo(tz_name) if tz_name else UTC))
     meta: Obj = {"name": job_name(cj["metadata"]["name"], scheduled), "namespace": cj["metadata"]["namespace"],
                  "annotations": annotations, "ownerReferences": [logic.controller_ref(cj)]}
     if tmeta.get("labels"):
@@ -267,7 +262,7 @@ class CronJobController:
             if any(r.get("uid") == job["metadata"].get("uid") for r in status.get("active") or []):
                 return None
         status["active"] = list(status.get("active") or []) + [job_ref(job)]
-        status["lastScheduleTime"] = rfc3339(scheduled.astimezone(UTC))
+        status["lastScheduleTime"] = go_rfc3339(scheduled.astimezone(UTC))
         return due.next_time
 
     def _delete_job(self, cj: Obj, status: Obj, job: Obj) -> None:

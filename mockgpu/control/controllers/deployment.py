@@ -25,6 +25,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
 from mockgpu.control.controllers.base import Manager
@@ -370,7 +371,7 @@ class DeploymentController:
 
     @staticmethod
     def _condition(type_: str, status: str, reason: str, message: str) -> Obj:
-        now = logic.now_rfc3339()
+        now = rfc3339()
         return {"type": type_, "status": status, "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason,
                 "message": message}
 

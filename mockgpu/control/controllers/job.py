@@ -26,6 +26,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
 from mockgpu.control.controllers.base import Manager
@@ -124,7 +125,7 @@ class JobController:
         spec = job.get("spec") or {}
         now = time.time()
         if not status.get("startTime") and not spec.get("suspend"):
-            status["startTime"] = logic.now_rfc3339(now)
+            status["startTime"] = rfc3339(now)
         status = self._count(job, status, pods)
         pods = self.mgr.cache.owned("pods", job)
         active = [p for p in pods if not pod_finished(p)]
@@ -146,8 +147,8 @@ class JobController:
         if spec.get("suspend"):
             for pod in active:
                 delete_pod(self.mgr, pod)
-            cond = {"type": "Suspended", "status": "True", "lastProbeTime": logic.now_rfc3339(),
-                    "lastTransitionTime": logic.now_rfc3339(), "reason": "JobSuspended", "message": "Job suspended"}
+            cond = {"type": "Suspended", "status": "True", "lastProbeTime": rfc3339(),
+                    "lastTransitionTime": rfc3339(), "reason": "JobSuspended", "message": "Job suspended"}
             if not logic.get_condition(status, "Suspended") or \
                     logic.get_condition(status, "Suspended").get("status") != "True":
                 self.recorder.event(job, "Normal", "Suspended", "Job suspended")
@@ -156,8 +157,8 @@ class JobController:
             self._write(job, status, [])
             return
         if (logic.get_condition(status, "Suspended") or {}).get("status") == "True":
-            logic.set_condition(status, {"type": "Suspended", "status": "False", "lastProbeTime": logic.now_rfc3339(),
-                                         "lastTransitionTime": logic.now_rfc3339(), "reason": "JobResumed",
+            logic.set_condition(status, {"type": "Suspended", "status": "False", "lastProbeTime": rfc3339(),
+                                         "lastTransitionTime": rfc3339(), "reason": "JobResumed",
                                          "message": "Job resumed"})
             self.recorder.event(job, "Normal", "Resumed", "Job resumed")
 
@@ -252,7 +253,7 @@ class JobController:
                            for c in list((p.get("status") or {}).get("initContainerStatuses") or [])
                            + list((p.get("status") or {}).get("containerStatuses") or []))
             past_on_failure = restarts > 0 if limit == 0 else restarts >= limit
-        stamp = logic.now_rfc3339(now)
+        stamp = rfc3339(now)
         reason = message = None
         policy = spec.get("podFailurePolicy")
         for pod in self.mgr.cache.owned("pods", job) if policy else []:
@@ -281,7 +282,7 @@ class JobController:
         return None
 
     def _finish(self, job: Obj, status: Obj, target: Obj) -> None:
-        stamp = logic.now_rfc3339()
+        stamp = rfc3339()
         if target["type"] == "SuccessCriteriaMet":
             logic.set_condition(status, {**target, "type": "Complete", "lastProbeTime": stamp,
                                          "lastTransitionTime": stamp})

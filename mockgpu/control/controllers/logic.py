@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 Obj = dict[str, Any]
@@ -21,11 +21,6 @@ DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery rand's alphabet: no vowels, no 0/1/3
-
-
-def now_rfc3339(ts: float | None = None) -> str:
-    dt = datetime.now(UTC) if ts is None else datetime.fromtimestamp(ts, UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: Any) -> float | None:

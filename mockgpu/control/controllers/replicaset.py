@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.controllers import logic
 from mockgpu.control.controllers.api import Recorder
 from mockgpu.control.controllers.base import Manager
@@ -96,7 +97,7 @@ class ReplicaSetController:
             if not status[key]:
                 del status[key]  # zero counts are omitted (omitempty), as upstream's JSON
         if failure is not None:
-            logic.set_condition(status, {**failure, "lastTransitionTime": logic.now_rfc3339()})
+            logic.set_condition(status, {**failure, "lastTransitionTime": rfc3339()})
         elif logic.get_condition(status, "ReplicaFailure") and len(active) >= int(spec.get("replicas") or 0):
             status["conditions"] = [c for c in status["conditions"] if c.get("type") != "ReplicaFailure"]
             if not status["conditions"]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from mockgpu.apimachinery.timefmt import rfc3339
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -72,7 +74,7 @@ class ContainerStatus:
 
 
 def _ts(t: datetime | None) -> str | None:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else None
+    return rfc3339(t) if t else None
 
 
 def combine_argv(

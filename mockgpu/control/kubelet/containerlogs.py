@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from mockgpu.apimachinery.timefmt import parse_rfc3339_nano, rfc3339_nano
 from mockgpu.privatefs import open_private, private_dir
 
 MAX_LINE = 16 * 1024  # containerd's default max line size before splitting into partial lines
@@ -43,21 +44,16 @@ BLOCK = 64 * 1024  # read size, backwards for tail and forwards for the rest
 MAX_PENDING = 4 * MAX_LINE  # a longer unterminated line is not one this writer wrote: dropped
 
 
-def rfc3339nano(t: datetime) -> str:
-    """Kubernetes' RFC3339Nano rendering (always nine fractional digits here)."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
 
 
-def parse_rfc3339nano(text: str) -> datetime:
-    date, _, frac = text.rstrip("Z").partition(".")
-    base = datetime.strptime(date, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-    return base.replace(microsecond=int((frac + "000000")[:6])) if frac else base
+
+
 
 
 def cri_line(stream: str, content: bytes | str, *, full: bool = True, when: datetime | None = None) -> bytes:
     """One CRI log line (with its newline)."""
     body = content.encode() if isinstance(content, str) else content
-    stamp = rfc3339nano(when or datetime.now(UTC)).encode()
+    stamp = rfc3339_nano(when).encode()
     return b"%s %s %s %s\n" % (stamp, stream.encode(), b"F" if full else b"P", body)
 
 
@@ -172,7 +168,7 @@ def parse_log(path: Path) -> Iterator[LogLine]:
             if parts is None:
                 continue
             try:
-                when = parse_rfc3339nano(parts[0].decode())
+                when = parse_rfc3339_nano(parts[0].decode())
             except ValueError:
                 continue
             yield LogLine(when, parts[1].decode(), parts[2], parts[3].decode("utf-8", "replace"))
@@ -261,7 +257,7 @@ class LogReader:
             stamp, _, full, content = parts
             if self.since is not None:
                 try:
-                    if parse_rfc3339nano(stamp.decode()) < self.since:
+                    if parse_rfc3339_nano(stamp.decode()) < self.since:
                         continue
                 except ValueError:
                     continue

@@ -18,7 +18,6 @@ Admission errors are raised as ``AdmissionError`` with upstream's reason and mes
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import grpc
 
+from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.control.kubelet.allocation import AdmissionError, allocate_container
 from mockgpu.control.kubelet.checkpoint import (
     CHECKPOINT_NAME,
@@ -46,22 +46,10 @@ KUBELET_SOCKET = "kubelet.sock"
 SUPPORTED_VERSIONS = ["v1beta1"]
 ENDPOINT_STOP_GRACE = 300.0
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _go_quote_list(items: list[str]) -> str:
     return "[" + " ".join(f'"{i}"' for i in items) + "]"
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: namespaced, not kubernetes.io, and ``requests.<name>`` qualified."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    prefix, _, short = f"requests.{name}".rpartition("/")
-    if "/" in prefix or not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-        return False
-    return 0 < len(short) <= 63 and bool(_QUALIFIED_NAME.match(short))
 
 
 @dataclass
@@ -289,4 +277,4 @@ class _Registration(pb_grpc.RegistrationServicer):
         return pb.Empty()
 
 
-__all__ = ["AdmissionError", "ContainerAllocation", "DeviceManager", "is_extended_resource_name"]
+__all__ = ["AdmissionError", "ContainerAllocation", "DeviceManager"]

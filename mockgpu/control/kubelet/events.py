@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from mockgpu.control.kubelet.nodestatus import now_rfc3339
+from mockgpu.apimachinery.timefmt import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def event_body(pod: dict[str, Any], etype: str, reason: str, message: str, field_path: str, host: str,
                component: str = "kubelet") -> dict[str, Any]:
     meta = pod["metadata"]
-    now = now_rfc3339()
+    now = rfc3339()
     involved = {"kind": "Pod", "apiVersion": "v1", "namespace": meta.get("namespace", "default"),
                 "name": meta["name"], "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")}
     if field_path:

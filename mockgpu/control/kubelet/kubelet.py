@@ -35,12 +35,12 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from mockgpu.apimachinery.timefmt import micro_time
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.inventory import device_plugin_inventory, dra_gpus, node_inventory
 from mockgpu.control.apiserver.podlogs import container_log_dir
@@ -57,6 +57,8 @@ from mockgpu.control.kubelet.podsync import PodSync
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 from mockgpu.deviceplugin.resources import resource_managers
+from mockgpu.dra.publish import claim_getter
+from mockgpu.dra.slices import DRIVER, device_uuids
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import write_node_driver
 from mockgpu.gpu.state import DeviceAllocation, StateInputs
@@ -221,8 +223,6 @@ class Kubelet:
 
     def _start_dra_driver(self, api: Any) -> None:
         """The DRA driver process, once the Node exists (its ResourceSlices are owned by the Node)."""
-        from mockgpu.dra.publish import claim_getter
-
         self.dra.get_claim = claim_getter(api)
         if not self.options.run_plugin:
             return
@@ -325,7 +325,7 @@ class Kubelet:
     def _renew_lease(self) -> None:
         """Renew the node's Lease in kube-node-lease, as the kubelet's node-lease controller does."""
         from kubernetes.client.exceptions import ApiException
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime: six fractional digits
+        now = micro_time()
         body: dict[str, Any] = {"spec": {"holderIdentity": self.name, "leaseDurationSeconds": NODE_LEASE_SECONDS,
                                          "renewTime": now}}
         try:
@@ -393,7 +393,6 @@ class Kubelet:
         (how the pod inspector says which claim gave which device), device names and their UUIDs."""
         if self.inventory is None or not self.dra_gpus:
             return []
-        from mockgpu.dra.slices import DRIVER, device_uuids
 
         uuids = device_uuids(self.inventory, self.dra_gpus)
         out = []

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import platform
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
 from mockgpu.config.inventory import node_inventory
+from mockgpu.config.nodelabels import kubelet_labels
 from mockgpu.control.apiserver.discovery import GIT_VERSION
 from mockgpu.deviceplugin.labels import gfd_labels
 
 KUBELET_VERSION = GIT_VERSION  # the control plane's release: kubelet and API server never skew here
 KUBELET_PORT = 10250  # upstream's default; where the API server finds the kubelet's API (logs)
-NODE_LABEL = "mockgpu.io/node"  # value: the spec node name, as on kind
-POOL_LABEL = "mockgpu.io/pool"
 PRESENT_LABEL = "nvidia.com/gpu.present"
 
 _CONDITIONS = (
@@ -36,14 +35,8 @@ _CONDITIONS = (
 )
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def node_labels(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
-    labels = {**node.labels, "kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux",
-              "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-              POOL_LABEL: node.pool, NODE_LABEL: node.name}
+    labels = kubelet_labels(node)
     if node.gpu is not None and node.gpu.count > 0:
         labels[PRESENT_LABEL] = "true"
         labels |= {k: str(v) for k, v in gfd_labels(node_inventory(spec, node.name),
@@ -66,7 +59,7 @@ def resources(node: NodeSpec, device_capacity: dict[str, int],
 
 def conditions(previous: list[dict[str, Any]] | None, now: str | None = None) -> list[dict[str, Any]]:
     """The four node conditions with a fresh heartbeat; transition times survive from ``previous``."""
-    now = now or now_rfc3339()
+    now = now or rfc3339()
     prev = {c.get("type"): c for c in previous or []}
     out = []
     for typ, status, reason, message in _CONDITIONS:

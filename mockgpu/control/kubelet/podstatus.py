@@ -11,13 +11,9 @@ loop) counts as stopped, not waiting.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.kubelet.container import ContainerStatus
-
-
-def now_ts() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -94,7 +90,7 @@ class Conditions:
     def set(self, ctype: str, ok: bool) -> None:
         status = "True" if ok else "False"
         if self._last.get(ctype, ("", ""))[0] != status:
-            self._last[ctype] = (status, now_ts())
+            self._last[ctype] = (status, rfc3339())
 
     def to_k8s(self, reasons: dict[str, str] | None = None) -> list[dict]:
         reasons = reasons or {}

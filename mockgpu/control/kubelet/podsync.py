@@ -34,11 +34,11 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.kubelet import podlogsgc
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
-from mockgpu.control.kubelet.nodestatus import now_rfc3339
 from mockgpu.control.kubelet.podworker import PodEvent, PodWorker
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.control.kubelet.runtime import ProcessRuntime
@@ -161,7 +161,7 @@ class PodSync:
             log.warning("pod %s/%s: %s", *_ns_name(pod), exc)
 
     def _fail_vanished(self, pod: dict[str, Any], previous: dict[str, dict[str, Any]]) -> None:
-        now = now_rfc3339()
+        now = rfc3339()
         statuses = []
         for cs in previous.values():
             state = cs.get("state") or {}
@@ -296,7 +296,7 @@ class PodSync:
                 self.k.dm.remove_pod(uid)
             if (pod.get("status") or {}).get("phase") not in TERMINAL:
                 cond = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
-                        "message": "PodGC: node no longer exists", "lastTransitionTime": now_rfc3339()}
+                        "message": "PodGC: node no longer exists", "lastTransitionTime": rfc3339()}
                 self._patch(pod, {"phase": "Failed", "conditions": [cond]})
             ns, name = _ns_name(pod)
             try:

@@ -30,13 +30,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.kubelet.allocation import AdmissionError
 from mockgpu.control.kubelet.container import ContainerSpec, ContainerStatus
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAError, DRAManager
 from mockgpu.control.kubelet.podenv import ConfigError, resolve_env
 from mockgpu.control.kubelet.podevices import ContainerAllocation
-from mockgpu.control.kubelet.podstatus import Conditions, ContainerRecord, now_ts, pod_phase
+from mockgpu.control.kubelet.podstatus import Conditions, ContainerRecord, pod_phase
 from mockgpu.control.kubelet.restart import CrashLoopBackoff, crashloop_message, should_restart
 from mockgpu.control.kubelet.runtime import ProcessRuntime
 
@@ -96,7 +97,7 @@ class PodWorker:
         self._failure: tuple[str, str] | None = None  # pod-level (reason, message)
         self._init_failed = False
         self._terminal = False
-        self._start_time = now_ts()
+        self._start_time = rfc3339()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:

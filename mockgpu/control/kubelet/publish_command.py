@@ -20,11 +20,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mockgpu.config.clusterspec import load_spec
+from mockgpu.config.inventory import dra_gpus, node_inventory
 from mockgpu.control.kubelet.publisher import GpuStatePublisher, ensure_namespace
+from mockgpu.dra.prepare import cdi_file_name
+from mockgpu.dra.slices import DRIVER, device_uuids
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.gpu.state import DeviceAllocation, StateInputs, device_uuid
 from mockgpu.helptext import describe
+from mockgpu.sched.dra.claimname import claim_name_or_empty
 
 DEFAULT_CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 
@@ -54,8 +59,6 @@ def checkpoint_entries(path: Path) -> list[dict[str, Any]]:
 
 def prepared_claims(cdi_dir: Path) -> set[str]:
     """UIDs of the claims the DRA driver has prepared on this node (its CDI spec files)."""
-    from mockgpu.dra.prepare import cdi_file_name
-
     prefix, suffix = cdi_file_name("\0").split("\0")
     return {p.name[len(prefix):-len(suffix)] for p in Path(cdi_dir).glob(f"{prefix}*{suffix}")}
 
@@ -64,9 +67,6 @@ def claim_allocations(pod: dict[str, Any], claims: dict[str, dict[str, Any]], pr
                       uuids: dict[str, str]) -> list[DeviceAllocation]:
     """The devices of ``pod``'s prepared claims (``claims``: name -> ResourceClaim of its namespace) that this
     node's driver gave it, per container naming the claim (and request), as the embedded kubelet lists them."""
-    from mockgpu.dra.slices import DRIVER
-    from mockgpu.sched.dra.claimname import claim_name_or_empty
-
     meta, spec = pod["metadata"], pod["spec"]
     entries = {r["name"]: claim_name_or_empty(pod, r) for r in spec.get("resourceClaims") or []}
     out = []
@@ -163,9 +163,6 @@ def _dra_inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], Path] | 
     """(pool, device UUIDs, CDI dir) when --spec and --cdi-dir are given and the node has DRA GPUs."""
     if not (args.spec and args.cdi_dir):
         return None
-    from mockgpu.config.clusterspec import load_spec
-    from mockgpu.config.inventory import dra_gpus, node_inventory
-    from mockgpu.dra.slices import device_uuids
 
     spec = load_spec(args.spec)
     gpus = dra_gpus(spec, args.node)

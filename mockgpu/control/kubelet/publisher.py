@@ -20,13 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.gpu.state import DeviceAllocation, StateInputs, gpu_state, metrics_text
 
 log = logging.getLogger(__name__)
 NAMESPACE = "mockgpu-system"
 STATE_LABEL = "mockgpu.io/gpu-state"
-NODE_LABEL = "mockgpu.io/node"
 
 
 def configmap_name(node: str) -> str:

@@ -17,12 +17,12 @@ either once the API call succeeded).
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.scheduler.api import RawApi
 from mockgpu.sched.dra.allocator import claim_key
 from mockgpu.sched.dra.snapshot import DraSnapshot
@@ -175,8 +175,7 @@ def _write(api: RawApi, claim: dict, allocation: Any, pod: Mapping, uid: str) ->
                            f"meantime")
     if status.get("allocation") and not status["allocation"].get("allocationTimestamp"):
         # v1.37 stamps the allocation (DRADeviceBindingConditions, beta, and DRAResourceClaimDeviceStatus, GA: on)
-        status["allocation"] = {**status["allocation"], "allocationTimestamp": time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        status["allocation"] = {**status["allocation"], "allocationTimestamp": rfc3339()}
     status["reservedFor"] = [*(status.get("reservedFor") or []),
                              {"resource": "pods", "name": (pod.get("metadata") or {}).get("name", ""), "uid": uid}]
     api.update_claim(claim, status=True)

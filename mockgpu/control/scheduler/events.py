@@ -16,20 +16,17 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.control.scheduler.api import RawApi
 from mockgpu.sched.messages import truncate_event_message
 
 MAX_REMEMBERED = 4096
 
 
-def rfc3339(ts: float | None = None, *, micro: bool = False) -> str:
-    """``metav1.Time`` (seconds) or ``metav1.MicroTime`` (microseconds) text in UTC."""
-    dt = datetime.fromtimestamp(time.time() if ts is None else ts, UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
 
 
 class EventRecorder:

@@ -20,9 +20,10 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import micro_time, rfc3339
 from mockgpu.control.scheduler.api import RawApi
 from mockgpu.control.scheduler.cache import Cache
-from mockgpu.control.scheduler.events import EventRecorder, rfc3339
+from mockgpu.control.scheduler.events import EventRecorder
 from mockgpu.control.scheduler.queue import QueuedPod, SchedulingQueue
 from mockgpu.control.scheduler.writers import Writers
 from mockgpu.sched.cycle import ANNOTATION_SELECTED, ScheduleResult, annotations
@@ -106,7 +107,7 @@ def _write_failure(s: Scheduler, pod: dict, component: str, reason: str, message
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
     previous = s.failures_written.get(key)
     if ANNOTATION_FIRST_UNSCHEDULABLE not in (meta.get("annotations") or {}) and previous is None:
-        notes = {**notes, ANNOTATION_FIRST_UNSCHEDULABLE: rfc3339(micro=True)}
+        notes = {**notes, ANNOTATION_FIRST_UNSCHEDULABLE: micro_time()}
     state = (reason, message, nominated, tuple(sorted((k, v) for k, v in notes.items()
                                                        if k != ANNOTATION_FIRST_UNSCHEDULABLE)))
     changed = previous != state

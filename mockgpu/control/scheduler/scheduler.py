@@ -35,12 +35,13 @@ from typing import Any
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from mockgpu.apimachinery.timefmt import micro_time
 from mockgpu.control.scheduler import failure
 from mockgpu.control.scheduler.api import RESOURCE_V1, RawApi
 from mockgpu.control.scheduler.cache import Cache, is_terminated, node_name_of
 from mockgpu.control.scheduler.dra import KINDS as DRA_KINDS
 from mockgpu.control.scheduler.dra import DraStore, PreBindError, prebind
-from mockgpu.control.scheduler.events import EventRecorder, rfc3339
+from mockgpu.control.scheduler.events import EventRecorder
 from mockgpu.control.scheduler.informer import Informer
 from mockgpu.control.scheduler.queue import QueuedPod, SchedulingQueue
 from mockgpu.control.scheduler.writers import Writers
@@ -264,7 +265,7 @@ class Scheduler:
         self.queue.done(q.key)
         self.failures_written.pop(q.key, None)
         self.scheduled += 1
-        notes = {**annotations(res), ANNOTATION_BOUND_TIME: rfc3339(micro=True)}
+        notes = {**annotations(res), ANNOTATION_BOUND_TIME: micro_time()}
         self.writers.submit(q.key, lambda: self._bind(pod, node, notes, component, claims))
 
     def _bind(self, pod: dict, node: str, notes: dict[str, str], component: str, claims: list[dict]) -> None:

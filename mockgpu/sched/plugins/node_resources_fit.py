@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.sched import strategies
 from mockgpu.sched.framework import Status
 from mockgpu.sched.snapshot import (
@@ -23,7 +24,6 @@ from mockgpu.sched.snapshot import (
     MEMORY,
     PODS,
     NodeInfo,
-    is_extended_resource_name,
     is_scalar_resource_name,
     pod_requests,
 )
