@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from mockgpu.quantity import QuantityError, int_value, is_integer, milli_value, parse_quantity
+from mockgpu.apimachinery.quantity import QuantityError, int_value, is_integer, milli_value, parse_quantity
 
 
 @pytest.mark.parametrize(

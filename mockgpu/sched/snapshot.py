@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mockgpu.apimachinery.names import is_extended_resource_name
-from mockgpu.quantity import int_value, milli_value
+from mockgpu.apimachinery.quantity import int_value, milli_value
 
 CPU = "cpu"
 MEMORY = "memory"

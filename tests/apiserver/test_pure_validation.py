@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
+from mockgpu.apimachinery.quantity import canonical
 from mockgpu.control.apiserver.status import StatusError
 from mockgpu.control.apiserver.validation import default_and_validate
-from mockgpu.quantity import canonical
 
 
 def pod(resources=None, **spec_extra):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockgpu.apimachinery.names import is_extended_resource_name, is_native_resource_name
+from mockgpu.apimachinery.quantity import canonical, milli_value, parse_quantity
 from mockgpu.control.apiserver import names, podclaims
 from mockgpu.control.apiserver.status import (
     FieldError,
@@ -17,7 +18,6 @@ from mockgpu.control.apiserver.status import (
     field_required,
     field_too_long,
 )
-from mockgpu.quantity import canonical, milli_value, parse_quantity
 
 CONFIGMAP_SIZE_LIMIT = 1024 * 1024
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
 from mockgpu.control.apiserver.names import generate_name
-from mockgpu.quantity import QuantityError, parse_quantity
 
 DEFAULT_TOLERATION_SECONDS = 300
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -41,11 +41,11 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
 from mockgpu.control.apiserver import microtime
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import status_response
 from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, PY_KINDS, schema_name
-from mockgpu.quantity import QuantityError, parse_quantity
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
 _SMP = "application/strategic-merge-patch+json"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mockgpu.apimachinery.quantity import QuantityError, canonical, parse_quantity
 from mockgpu.control.apiserver import (
     coordination,
     defaults,
@@ -35,7 +36,6 @@ from mockgpu.control.apiserver.status import (
     bad_request,
     invalid,
 )
-from mockgpu.quantity import QuantityError, canonical, parse_quantity
 
 NAMESPACED = {"Pod": True, "Event": True, "ConfigMap": True, "ServiceAccount": True, "Binding": True,
               "Node": False, "Namespace": False, "Lease": True, "Service": True, "Deployment": True,
@@ -156,8 +156,8 @@ def _normalize_quantities(kind: str, obj: dict[str, Any]) -> None:
 
 
 def _stored_quantity(value: Any) -> str:
-    """The canonical text, unless ``mockgpu.quantity`` could not read it back (it has no ``n``/``u`` suffixes
-    and caps the length at 64), in which case the value is kept as written."""
+    """The canonical text, unless ``mockgpu.apimachinery.quantity`` could not read it back (it has no ``n``/``u``
+    suffixes and caps the length at 64), in which case the value is kept as written."""
     text = canonical(value if isinstance(value, str) else parse_quantity(value))
     try:
         parse_quantity(text)

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 
 import grpc
 
+from mockgpu.apimachinery.quantity import int_value
 from mockgpu.control.kubelet.endpoint import Endpoint, go_rpc_error
 from mockgpu.control.kubelet.podevices import ContainerAllocation, PodDevices
-from mockgpu.quantity import int_value
 
 NO_NUMA = "-1"
 

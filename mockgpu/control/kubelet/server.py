@@ -21,8 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
+from mockgpu.apimachinery.status import StatusError
 from mockgpu.control.apiserver import podlogs
-from mockgpu.control.apiserver.status import StatusError
 
 PodLookup = Callable[[str, str], "dict[str, Any] | None"]
 

@@ -31,7 +31,7 @@ from typing import Any
 import celpy
 import celpy.celtypes as ct
 
-from mockgpu.quantity import QuantityError, parse_quantity
+from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
 
 NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with "
                     "has() for optional fields")

@@ -21,7 +21,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from mockgpu.quantity import QuantityError, parse_quantity
+from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
 from mockgpu.sched.nodeselector import selector_matches
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
