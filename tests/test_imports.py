@@ -10,7 +10,9 @@ the standard library's ``ast`` (nothing is imported or run) and fails on:
   cycle from Python, not from the design);
 - any import inside a function or method that is not in ``LAZY_ALLOWED`` below, the same list the
   architecture notes give with each entry's reason;
-- a module of the leaf room ``mockgpu/apimachinery`` importing any other mockgpu module.
+- a module of the leaf room ``mockgpu/apimachinery`` importing any other mockgpu module;
+- an import against DESIGN.md's direction of imports (``LAYERS``), or a new import of the API server's
+  internals by the controllers, the scheduler loop or the kubelets.
 
 Run it as a script (``python tests/test_imports.py``) for the figures: modules, module-level edges,
 cycles (strongly connected components), and function-local imports by target.
@@ -98,6 +100,31 @@ KNOWN_LOCAL: set[tuple[str, str]] = {
 # Cycles still present, as frozensets of their modules ("known, issue 19"); a new cycle fails the test, and a
 # listed one that is gone fails too. Issue 19 named 7; all are broken.
 KNOWN_CYCLES: set[frozenset[str]] = set()
+
+
+# DESIGN.md's direction of imports, lowest first: a module may import its own room and rooms listed before it.
+# (Top-level modules beside the rooms sit with the room they serve.)
+LAYERS: list[tuple[str, ...]] = [
+    ("apimachinery", "errors", "helptext", "privatefs"),
+    ("gpu",),
+    ("config",),
+    ("deviceplugin", "dra"),
+    ("sched",),
+    ("control",),
+    ("backends",),
+    ("sim", "widgets", "capstone", "labcopies"),
+    ("commands", "cli", "workloads", "cuda"),
+]
+# DESIGN.md: the controllers, the scheduler loop and the kubelets talk to the API server through the API, and
+# do not import its internals. Still importing one ("known, issue 19"; a new one fails, a gone one must go):
+SIDEWAYS_KNOWN: set[tuple[str, str]] = {
+    ("mockgpu.control.controllers.cronjob", "mockgpu.control.apiserver.cronjobs"),  # one cron parser for both
+    ("mockgpu.control.kubelet.kubelet", "mockgpu.control.apiserver.podlogs"),  # the pod log file layout
+    ("mockgpu.control.kubelet.podlogsgc", "mockgpu.control.apiserver.podlogs"),
+    ("mockgpu.control.kubelet.server", "mockgpu.control.apiserver.podlogs"),
+    ("mockgpu.control.kubelet.nodestatus", "mockgpu.control.apiserver.discovery"),  # the modelled version
+}
+_CLIENTS = ("mockgpu.control.controllers", "mockgpu.control.kubelet", "mockgpu.control.scheduler")
 
 
 @dataclass(frozen=True)
@@ -289,6 +316,28 @@ def test_allowlist_entries_are_used():
               if not any(lazy_allowed(i) and (mod == "mockgpu.*" or i.module == mod)
                          and (i.target == target or i.target.startswith(target + ".")) for i in local)]
     assert not unused, f"LAZY_ALLOWED entries no import uses: {unused}"
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_imports_follow_the_direction_in_design():
+    rank = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+    g = graph(all_imports())
+    rooms = {_room(m) for m in g} - {""}
+    assert rooms <= set(rank), f"rooms missing from LAYERS: {sorted(rooms - set(rank))}"
+    upward = [f"{a} -> {b}" for a, deps in sorted(g.items()) for b in sorted(deps)
+              if _room(a) and _room(b) and rank[_room(b)] > rank[_room(a)]]
+    assert not upward, "imports against DESIGN's direction:\n" + "\n".join(upward)
+
+
+def test_control_clients_do_not_import_the_api_servers_internals():
+    g = graph(all_imports())
+    found = {(a, b) for a, deps in g.items() if a.startswith(_CLIENTS) for b in deps
+             if b.startswith("mockgpu.control.apiserver.")}
+    assert not found - SIDEWAYS_KNOWN, f"new imports of API server internals: {sorted(found - SIDEWAYS_KNOWN)}"
+    assert not SIDEWAYS_KNOWN - found, f"gone: drop them from SIDEWAYS_KNOWN: {sorted(SIDEWAYS_KNOWN - found)}"
 
 
 def test_apimachinery_is_a_leaf():
