@@ -122,7 +122,6 @@ SIDEWAYS_KNOWN: set[tuple[str, str]] = {
     ("mockgpu.control.kubelet.kubelet", "mockgpu.control.apiserver.podlogs"),  # the pod log file layout
     ("mockgpu.control.kubelet.podlogsgc", "mockgpu.control.apiserver.podlogs"),
     ("mockgpu.control.kubelet.server", "mockgpu.control.apiserver.podlogs"),
-    ("mockgpu.control.kubelet.nodestatus", "mockgpu.control.apiserver.discovery"),  # the modelled version
 }
 _CLIENTS = ("mockgpu.control.controllers", "mockgpu.control.kubelet", "mockgpu.control.scheduler")
 

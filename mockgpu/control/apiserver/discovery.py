@@ -16,12 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The Kubernetes release whose behaviour (validation texts, printers, defaults, scheduling) the server
-#: models: the upstream build's (``backends/upstream/versions.env``; a test keeps the two equal), so the
-#: embedded and upstream backends report the release they both are. The ``-mockgpu`` suffix says whose.
-#: kubectl prints its skew warning in ``kubectl version`` only (kubectl 1.32 warns against upstream too).
-KUBE_MAJOR, KUBE_MINOR, KUBE_PATCH = "1", "37", "2"
-GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.{KUBE_PATCH}-mockgpu"
+from mockgpu.apimachinery.version import GIT_VERSION, KUBE_MAJOR, KUBE_MINOR, KUBE_PATCH  # noqa: F401  (re-exported)
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 

@@ -17,10 +17,10 @@ import uuid
 from typing import Any
 
 from mockgpu.apimachinery.timefmt import rfc3339
+from mockgpu.apimachinery.version import GIT_VERSION
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
 from mockgpu.config.inventory import node_inventory
 from mockgpu.config.nodelabels import kubelet_labels
-from mockgpu.control.apiserver.discovery import GIT_VERSION
 from mockgpu.deviceplugin.labels import gfd_labels
 
 KUBELET_VERSION = GIT_VERSION  # the control plane's release: kubelet and API server never skew here
