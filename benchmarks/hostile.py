@@ -34,7 +34,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "conformance")]
 
 from hostile_requests import CM as CONFIGMAPS  # noqa: E402
-from hostile_requests import KEEP, KINDS, Request, Target, create, ensure_namespace, generate, run_case  # noqa: E402
+from hostile_requests import (  # noqa: E402
+    JSON,
+    JSONPATCH,
+    KEEP,
+    KINDS,
+    MERGE,
+    STRATEGIC,
+    YAML,
+    Request,
+    Target,
+    create,
+    ensure_namespace,
+    generate,
+    obj,
+    run_case,
+)
 
 from mockgpu.backends.embedded import EmbeddedCluster  # noqa: E402
 from mockgpu.backends.embedded import daemon as embedded_daemon  # noqa: E402
@@ -115,7 +130,28 @@ class Poller(threading.Thread):
 
 
 def warm_up(t: Target, n: int = 100) -> None:
-    """Valid creates, lists and deletes, so that caches and lazy imports count in RSS before."""
+    """Valid requests only, so that caches and lazy imports count in RSS before: for every kind the soak
+    touches, creates as JSON and as YAML, reads (plain and as a Table), a list, each patch type the kind
+    takes, a dry-run create, a short watch, deletes; then ``n`` ConfigMaps created, listed and deleted. None
+    is hostile: what the hostile cases add afterwards is what the target bounds."""
+    table = (("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"),)
+    patches = ((MERGE, {"metadata": {"labels": {"warm": "1"}}}), (STRATEGIC, {"metadata": {"labels": {"warm": "2"}}}),
+               (JSONPATCH, [{"op": "add", "path": "/metadata/labels/warm", "value": "3"}]))
+    for kind in KINDS:
+        for i, ct in enumerate((JSON, YAML)):
+            t.send(Request("POST", kind.collection, headers=(("Content-Type", ct),),
+                           body=json.dumps(obj(kind, f"warm-{i}")).encode()))
+        t.send(Request("POST", kind.collection, query="dryRun=All", headers=(("Content-Type", JSON),),
+                       body=json.dumps(obj(kind, "warm-dry")).encode()))
+        for ct, body in patches:
+            t.send(Request("PATCH", kind.item("warm-0"), headers=(("Content-Type", ct),),
+                           body=json.dumps(body).encode()))
+        t.send(Request("GET", kind.item("warm-0")))
+        t.send(Request("GET", kind.item("warm-0"), headers=table))
+        t.send(Request("GET", kind.collection, query="limit=1"))
+        t.send(Request("GET", kind.collection, query="watch=1&timeoutSeconds=1", stream=True), timeout=30)
+        for i in range(2):
+            t.send(Request("DELETE", kind.item(f"warm-{i}")))
     for i in range(n):
         t.send(create(CONFIGMAPS, f"warm-{i}"))
         t.send(Request("GET", CONFIGMAPS.collection))

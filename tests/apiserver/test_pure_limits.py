@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import yaml
 
-from mockgpu.control.apiserver import limits
+from mockgpu.control.apiserver import limits, watch
 from mockgpu.control.apiserver.patch import apply_patch
 from mockgpu.control.apiserver.request import decode_body
 from mockgpu.control.apiserver.status import StatusError
@@ -171,6 +172,24 @@ def test_each_event_is_encoded_once_for_all_watchers(tmp_path):
     assert hub.count() == 0 and hub.cached_lines() == 0
 
 
+@pytest.mark.parametrize("events,size,cached", [
+    (20, 1000, 20),  # far under both bounds: every line kept
+    (watch._ENCODED_CACHE + 50, 10, watch._ENCODED_CACHE),  # the count bound
+    (20, watch._ENCODED_CACHE_BYTES // 4, 3),  # the byte bound: large objects do not pin their lines
+    (2, watch._ENCODED_CACHE_BYTES + 1, 0),  # a line over the whole bound is sent, never kept
+])
+def test_encoded_lines_are_bounded_by_count_and_by_bytes(tmp_path, events, size, cached):
+    store = Store(tmp_path / "s.db")
+    hub = WatchHub(store)
+    hub.subscribe("configmaps", None, lambda o: True, store.rv)
+    objs = [{"metadata": {"name": f"c{i}"}, "data": {"a": "x" * size}} for i in range(events)]
+    for o in objs:
+        line = hub.encoded("ADDED", o, "", lambda o=o: json.dumps(o).encode())
+        assert len(line) > size  # the encoded line itself is always returned
+    assert hub.cached_lines() == cached
+    assert hub.cached_bytes() <= watch._ENCODED_CACHE_BYTES
+
+
 @pytest.mark.parametrize("writes,size,history,history_bytes,retained", [
     (50, 1000, 10000, 10**9, 50),  # far under both bounds: everything is kept
     (50, 1000, 10, 10**9, 10),  # the count bound, in batches: 50 writes leave the last 10
@@ -204,3 +223,22 @@ def test_continue_tokens_follow_etcds_compaction_clock_not_the_watch_history(tmp
     now[0] = 602.0
     store.create("configmaps", _cm(11))  # the next: compacts to what the previous one recorded
     assert store.list_compacted == 4
+
+
+def test_large_inputs_hand_freed_memory_back_once_per_burst(monkeypatch):
+    calls = []
+    trimmer = limits._Trimmer()
+    if trimmer._trim is None:
+        pytest.skip("no glibc malloc_trim here (not Linux/glibc)")
+    monkeypatch.setattr(trimmer, "_trim", lambda pad: calls.append(pad))
+    monkeypatch.setattr(limits, "_TRIM_DELAY", 0.05)
+    trimmer.note(limits.LARGE_INPUT_BYTES - 1)  # a small request: nothing to hand back
+    time.sleep(0.2)
+    assert calls == []
+    for _ in range(5):  # a burst of large ones: one trim after it
+        trimmer.note(limits.LARGE_INPUT_BYTES)
+    deadline = time.monotonic() + 5
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    assert calls == [0] and trimmer.trims == 1

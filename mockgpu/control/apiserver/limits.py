@@ -30,6 +30,7 @@ import ctypes
 import ctypes.util
 import json
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,46 @@ def return_freed_buffers() -> None:
         libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
     except (OSError, AttributeError):
         pass
+
+
+# Large inputs (a body of megabytes, a patch that builds a large object) leave their decoded objects' memory
+# in glibc's heaps once freed: pages between live chunks stay with the process. ``malloc_trim`` hands every
+# free page back (``madvise``); it runs once, on a timer thread (ctypes releases the GIL), a second after the
+# first large input of a burst, so a burst of them costs one trim and a quiet server none.
+LARGE_INPUT_BYTES = 256 * 1024
+_TRIM_DELAY = 1.0
+
+
+class _Trimmer:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self.trims = 0
+        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+        try:
+            self._trim = ctypes.CDLL(name).malloc_trim if name else None
+        except (OSError, AttributeError):
+            self._trim = None
+
+    def note(self, nbytes: int) -> None:
+        """A request handled ``nbytes`` of input or object: at ``LARGE_INPUT_BYTES`` or more, trim soon."""
+        if nbytes < LARGE_INPUT_BYTES or self._trim is None:
+            return
+        with self._lock:
+            if self._timer is None:
+                self._timer = threading.Timer(_TRIM_DELAY, self._run)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _run(self) -> None:
+        with self._lock:
+            self._timer = None
+        if self._trim is not None:
+            self._trim(0)
+            self.trims += 1
+
+
+TRIMMER = _Trimmer()
 
 
 def too_large() -> st.StatusError:
@@ -261,6 +302,7 @@ def check_stored_size(encoded: str | bytes) -> None:
     refuses the write; past ``ETCD_CLIENT_MAX_SEND_BYTES`` kube-apiserver's etcd client does not even send it.
     Either error reaches the client unconverted: a 500 with no reason."""
     size = len(encoded)
+    TRIMMER.note(size)
     if size <= MAX_OBJECT_BYTES:
         return
     message = "etcdserver: request is too large" if size <= ETCD_CLIENT_MAX_SEND_BYTES else (

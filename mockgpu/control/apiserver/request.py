@@ -115,6 +115,7 @@ async def read_body(request: web.Request, empty: Any = None, kind: str | None = 
     serializer reports it for that kind."""
     limits.ensure_recursion_headroom()  # again: celpy lowers the limit whenever a CEL environment is made
     raw = await request.read()  # aiohttp stops reading past client_max_size (413 then)
+    limits.TRIMMER.note(len(raw))
     if len(raw) > limits.MAX_BODY_BYTES:
         raise limits.too_large()
     if empty is not None and not raw.strip():

@@ -26,8 +26,11 @@ from mockgpu.control.apiserver.store import Event, Obj, Store
 MAX_PENDING = 1000
 #: events written to the client in one chunk
 BATCH = 500
-#: encoded event lines kept for the other watchers of the same event
+#: encoded event lines kept for the other watchers of the same event: at most this many, and no more than
+#: ``_ENCODED_CACHE_BYTES`` of them (each entry also keeps its object alive), so that a few objects near the
+#: size limit (1.5 MiB) cannot pin a gigabyte of lines and objects between them
 _ENCODED_CACHE = 1024
+_ENCODED_CACHE_BYTES = 4 * 2**20
 
 
 @dataclass(eq=False)
@@ -115,6 +118,7 @@ class WatchHub:
         self.store = store
         self._watchers: dict[str, set[Watcher]] = {}
         self._encoded: OrderedDict[tuple[int, str, str], tuple[Obj, bytes]] = OrderedDict()
+        self._encoded_bytes = 0
         store.listeners.append(self._on_event)
 
     def _on_event(self, event: Event) -> None:
@@ -147,6 +151,7 @@ class WatchHub:
                 del self._watchers[w.resource]
         if not self._watchers:
             self._encoded.clear()
+            self._encoded_bytes = 0
         w.backlog.clear()
         w.pending.clear()
 
@@ -155,6 +160,9 @@ class WatchHub:
 
     def cached_lines(self) -> int:
         return len(self._encoded)
+
+    def cached_bytes(self) -> int:
+        return self._encoded_bytes
 
     def encoded(self, typ: str, obj: Obj, view: str, encode_line: Callable[[], bytes]) -> bytes:
         """``encode_line()`` for this event as ``view`` presents it, encoded once for all its watchers (the
@@ -165,9 +173,14 @@ class WatchHub:
             self._encoded.move_to_end(key)
             return hit[1]
         line = encode_line()
+        if hit is not None:  # an entry whose object went, its id reused
+            self._encoded_bytes -= len(self._encoded.pop(key)[1])
+        if len(line) > _ENCODED_CACHE_BYTES:
+            return line
         self._encoded[key] = (obj, line)  # holding obj keeps its id from being reused while cached
-        if len(self._encoded) > _ENCODED_CACHE:
-            self._encoded.popitem(last=False)
+        self._encoded_bytes += len(line)
+        while len(self._encoded) > _ENCODED_CACHE or self._encoded_bytes > _ENCODED_CACHE_BYTES:
+            self._encoded_bytes -= len(self._encoded.popitem(last=False)[1][1])
         return line
 
 
