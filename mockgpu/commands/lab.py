@@ -152,10 +152,18 @@ def lab_path(d: Path, notebook: Path | None) -> str:
 
 def settings_dir(prefix: str = sys.prefix) -> Path:
     """The app-settings folder ``mockgpu lab`` gives JupyterLab: ``overrides.json`` = ``OVERRIDES`` (autosave
-    off), in this environment (``<prefix>/share/mockgpu/jupyterlab-settings``), rewritten on every start."""
+    off), in this environment (``<prefix>/share/mockgpu/jupyterlab-settings``), rewritten on a start that finds it
+    different. A file that already says so is left alone: in the lab image the environment is root's and the learner
+    (uid 1000) cannot write there, so the image makes it at build time."""
     d = Path(prefix) / "share" / "mockgpu" / "jupyterlab-settings"
+    f, text = d / "overrides.json", json.dumps(OVERRIDES, indent=1) + "\n"
+    try:
+        if f.read_text(encoding="utf-8") == text:
+            return d
+    except OSError:
+        pass
     d.mkdir(parents=True, exist_ok=True)
-    (d / "overrides.json").write_text(json.dumps(OVERRIDES, indent=1) + "\n", encoding="utf-8")
+    f.write_text(text, encoding="utf-8")
     return d
 
 
