@@ -58,12 +58,12 @@ RUN [ -x /opt/venv/bin/python ] || python3 -m venv --without-pip /opt/venv; \
     /opt/venv/bin/python -m pip --version >/dev/null 2>&1 || /opt/venv/bin/python -m ensurepip >/dev/null
 
 # The dependencies first, in their own layer (a change to mockgpu's code does not reinstall JupyterLab):
-# mockgpu[lab] (JupyterLab, the widgets, the simulator), the single-user server a JupyterHub spawner runs
-# (jupyterhub-singleuser; its major version should match the hub's, see docs/workshop-hub.md) and the notebook
-# front end Binder may start. A stub package stands in for mockgpu while they install.
+# mockgpu[lab] (JupyterLab, the widgets, the simulator) and [nbcheck] (nbval: the labs' solutions as tests), the
+# single-user server a JupyterHub spawner runs (jupyterhub-singleuser; its major version should match the hub's, see
+# docs/workshop-hub.md) and the notebook front end Binder may start. A stub package stands in for mockgpu while they install.
 COPY pyproject.toml README.md /opt/mockgpu/
 RUN mkdir -p /opt/mockgpu/mockgpu && touch /opt/mockgpu/mockgpu/__init__.py \
-    && python -m pip install -q "/opt/mockgpu[lab]" "jupyterhub>=5,<6" "notebook>=7,<8" "setuptools>=77" wheel \
+    && python -m pip install -q "/opt/mockgpu[lab,nbcheck]" "jupyterhub>=5,<6" "notebook>=7,<8" "setuptools>=77" wheel \
     && python -m pip uninstall -y -q mockgpu && rm -rf /opt/mockgpu/mockgpu /opt/mockgpu/build \
     && python -c "import kubernetes, os, shutil; shutil.rmtree(os.path.join(os.path.dirname(kubernetes.__file__), 'aio'))"
 

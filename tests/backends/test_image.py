@@ -49,7 +49,8 @@ def test_context_builds_a_wheel_with_the_data_and_commands(tmp_path):
     pytest.importorskip("wheel", reason="building the wheel offline needs wheel in this venv")
     ctx = tmp_path / "ctx"
     ctx.mkdir()
-    assert set(_context(ctx)) == {"pyproject.toml", "README.md", "mockgpu"}
+    # the package, and what the lab image (lab.Dockerfile) adds: the labs and their cluster specs
+    assert set(_context(ctx)) == {"pyproject.toml", "README.md", "mockgpu", "clusters", "labs"}
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "dist"), str(ctx)], check=True, capture_output=True, timeout=240)
     (whl,) = (tmp_path / "dist").glob("mockgpu-*.whl")
