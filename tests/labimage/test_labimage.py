@@ -17,7 +17,11 @@ import pytest
 
 from mockgpu.backends.upstream import binaries
 
-LABS = ["labs/solutions/01-why-is-my-4-gpu-job-pending.ipynb", "labs/solutions/07-time-slicing-and-oom-blast-radius.ipynb"]
+# a container build, hub start and notebook runs take minutes (the suite default is 300 s)
+pytestmark = pytest.mark.timeout(1800)
+
+LABS = ["labs/solutions/01-why-is-my-4-gpu-job-pending.ipynb",
+        "labs/solutions/07-time-slicing-and-oom-blast-radius.ipynb"]
 NBVAL = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env"]
 USERS = {"learner": [], "root": ["--user", "0:0"]}
 
@@ -31,6 +35,7 @@ def docker_run(image: str, *args: str, opts: tuple[str, ...] = (), timeout: floa
 LAYOUT_PROBE = r"""
 import json, os, pathlib, shutil
 from mockgpu.widgets.labkit import REPO
+
 s = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
 print(json.dumps({
   "uid": os.getuid(), "home": os.environ["HOME"], "cwd": os.getcwd(),
