@@ -1,16 +1,25 @@
-"""The workload sandbox: escape attempts, one row each, against the real process runtime (bwrap).
+"""The workload sandbox: escape attempts, one row each, against the real process runtime, in each layer.
 
 Every row runs a container that tries to reach past the allowlist or out of its directory and
 asserts that the attempt failed with a clear message in its log (or a StartError in its status),
 and that nothing outside its directory was read (no canary, no line of the host's real files in
 the log) or written (no file appeared outside). Needs bubblewrap, as the runtime does; without it
 every container is refused (see test_refused_without_bwrap) and these rows fail rather than skip.
+
+The table runs in every sandbox layer that can run here (``layered_rt``): ``bwrap`` (namespaces, the default),
+``bwrap-userns`` and ``uid`` (a root kubelet's fallbacks: they need an interpreter uid 65532 can run), ``landlock``
+(the fallback of an ordinary user's kubelet; run as root it is Landlock alone, without the uid drop a root cluster
+always adds) and ``namespaces-refused`` (the real bwrap under a seccomp filter that refuses namespaces as Docker's
+default profile does: the probe falls back by itself). In the layers without a fresh root file system the same
+attempts fail with other messages (Landlock answers "Permission denied" where bwrap's root has "No such file"):
+``FALLBACK_EXPECT`` gives them; a row a layer cannot promise on this kernel is a strict xfail with its reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import socket
@@ -26,10 +35,11 @@ import pytest
 
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.config.inventory import node_inventory
+from mockgpu.control.kubelet import confine
 from mockgpu.control.kubelet.allowlist import DEFAULT_ALLOWLIST, CommandAllowlist
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.control.kubelet.runtime import ContainerSpec, Mount, ProcessRuntime
-from mockgpu.control.kubelet.sandbox import WORKLOAD_UID
+from mockgpu.control.kubelet.sandbox import BWRAP, BWRAP_USERNS, LANDLOCK, LAYERS, UID, WORKLOAD_UID
 from mockgpu.deviceplugin.command import _health_source
 from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, Driver, write_node_driver
 
@@ -56,6 +66,80 @@ def rt(tmp_path: Path):
     runtime = ProcessRuntime(tmp_path / "cluster" / "runtime")
     yield runtime
     runtime.stop_all(grace=0)
+
+
+SECCOMP_EXEC = Path(__file__).parent / "seccomp_exec.py"
+NAMESPACES_REFUSED = "namespaces-refused"
+
+
+def barrier(path: str) -> str | None:
+    """The first directory on the way to ``path`` that users other than its owner cannot pass, if any."""
+    real = Path(os.path.realpath(path))
+    for d in reversed(real.parents):
+        if not d.stat().st_mode & stat.S_IXOTH:
+            return str(d)
+    return None
+
+
+def landlock_abi() -> int | None:
+    try:
+        return confine.abi_version()
+    except confine.LandlockUnavailable:
+        return None
+
+
+def layer_absent(layer: str) -> str | None:
+    """Why ``layer`` cannot run here (a skip reason), or None. Never for bwrap: without it the rows fail."""
+    if layer in (BWRAP_USERNS, UID):
+        if not AS_ROOT:
+            return f"layer {layer} is a root kubelet's fallback; this test runs as uid {os.getuid()}"
+        wall = barrier(sys.executable)
+        if wall:
+            return (f"layer {layer} runs the interpreter as uid {WORKLOAD_UID}, which cannot pass {wall} (mode "
+                    f"{stat.S_IMODE(os.stat(wall).st_mode):04o}) on the way to {os.path.realpath(sys.executable)}: "
+                    f"run the tests with an interpreter every user can run (as the python images have)")
+    if layer in (LANDLOCK, NAMESPACES_REFUSED) and landlock_abi() is None:
+        return "this kernel offers no Landlock"
+    if layer == NAMESPACES_REFUSED and platform.machine() != "x86_64":
+        return "seccomp_exec.py's filter names x86_64 syscall numbers"
+    return None
+
+
+def seccomp_bwrap(tmp: Path) -> str:
+    """A bwrap that runs the real one under a filter refusing namespaces (as Docker's default seccomp profile)."""
+    real = shutil.which("bwrap")
+    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
+    wrapper = tmp / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {SECCOMP_EXEC} {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.fixture(params=[*LAYERS, NAMESPACES_REFUSED])
+def layered_rt(request: pytest.FixtureRequest, tmp_path: Path):
+    """A runtime in one sandbox layer (forced), or with every layer and namespaces refused (the probe chooses)."""
+    layer = request.param
+    if (reason := layer_absent(layer)) is not None:
+        pytest.skip(reason)
+    if layer == NAMESPACES_REFUSED:
+        # a root kubelet falls back to uid 65532 (bwrap-userns is refused by the same filter); where uid 65532
+        # cannot run this interpreter, to Landlock alone, which only tests choose for root
+        everything = not AS_ROOT or barrier(sys.executable) is None
+        wrapper_dir = tmp_path / "seccomp"
+        wrapper_dir.mkdir()
+        wrapper_dir.chmod(0o755)
+        runtime = ProcessRuntime(tmp_path / "cluster" / "runtime", bwrap=seccomp_bwrap(wrapper_dir),
+                                 layers=LAYERS if everything else (BWRAP, LANDLOCK))
+        runtime.sandbox.check()
+        assert runtime.sandbox.layer == (UID if AS_ROOT and everything else LANDLOCK), runtime.sandbox.layer
+        assert "namespace" in runtime.sandbox.namespaces_refused, runtime.sandbox.namespaces_refused
+    else:
+        runtime = ProcessRuntime(tmp_path / "cluster" / "runtime", layers=(layer,))
+        runtime.sandbox.check()
+    yield runtime
+    runtime.stop_all(grace=0)
+    if runtime.sandbox.relocated is not None:
+        shutil.rmtree(runtime.sandbox.relocated, ignore_errors=True)
 
 
 def spec(uid: str, *command: str, **kw) -> ContainerSpec:
@@ -113,17 +197,87 @@ ESCAPES = [
         1,
         r"ConnectionRefusedError",  # 127.0.0.1 inside is the sandbox's own loopback
     ),
+    # the kubelet's own process (this test's): its environment, and signals
+    ("kubelet-environ", ["cat", "/proc/{kubelet}/environ"], 1, r"cat: /proc/{kubelet}/environ: No such file"),
+    ("signal-kubelet", ["sh", "-c", "kill -0 {kubelet}"], 1, r"kill: No such process"),
+    (
+        "abstract-unix-socket",
+        ["sh", "-c", "{py} -c \"import socket; socket.socket(socket.AF_UNIX).connect(b'\\0{abstract}')\""],
+        1,
+        r"ConnectionRefusedError",  # abstract sockets belong to the network namespace
+    ),
 ]
+# In the layers without a fresh root (uid, landlock): the host's files exist, Landlock refuses them.
+DENIED = "Permission denied"
+FALLBACK_EXPECT: dict[str, tuple[int | None, str]] = {
+    "abs-usr-bin-id": (126, rf"/usr/bin/id: {DENIED}"),
+    "abs-bin-cat-shadow": (1, rf"cat: /etc/shadow: {DENIED}"),
+    "argv-abs-cat-shadow": (1, rf"cat: /etc/shadow: {DENIED}"),
+    "exec": (126, rf"exec: /usr/bin/id: {DENIED}"),
+    "env-abs": (126, rf"env: '/usr/bin/id': {DENIED}"),
+    "env-in-shell": (126, rf"env: '/bin/ls': {DENIED}"),
+    "command-p": (126, rf"id: {DENIED}"),
+    "bash-exec-a": (126, rf"/usr/bin/id: {DENIED}"),
+    "issue-13": (None, rf"cannot open /etc/shadow: {DENIED}"),
+    "redirect-shadow": (2, rf"cannot open /etc/shadow: {DENIED}"),
+    "redirect-secret": (2, rf"cannot open {{secret}}: {DENIED}"),
+    "dollar0": (126, rf"/usr/bin/id: {DENIED}"),
+    "dollar0-exec": (127, r"id: not found"),  # /bin/dash is the allowlisted sh itself; id is not on PATH
+    "symlink-in-workdir": (1, rf"cat: etc/shadow: {DENIED}"),
+    "python-c-abs-interpreter": (1, r"PermissionError: .*'/etc/shadow'"),
+    "python-subprocess": (1, r"PermissionError: .*'/usr/bin/id'"),
+    "cluster-token": (1, rf"cat: {{token}}: {DENIED}"),
+    "other-pod-home": (1, rf"cat: {{other_home}}/secret: {DENIED}"),
+    "other-pod-log": (1, rf"cat: {{other_log}}: {DENIED}"),
+    "proc-1-root": (1, rf"cat: /proc/1/root/etc/shadow: {DENIED}"),
+    "write-outside": (2, rf"cannot create {{outside}}/pwned: {DENIED}"),
+    "write-etc": (2, rf"cannot create {{etc_file}}: {DENIED}"),
+    "network-to-host": (1, r"PermissionError"),  # Landlock ABI >= 4: no TCP connect at all
+    "kubelet-environ": (1, rf"cat: /proc/{{kubelet}}/environ: {DENIED}"),
+    "signal-kubelet": (1, r"kill: Operation not permitted"),  # Landlock ABI >= 6 scopes signals (and another uid)
+    "abstract-unix-socket": (1, r"PermissionError"),  # Landlock ABI >= 6 scopes abstract unix sockets
+}
+# Rows a fallback layer cannot promise below a Landlock ABI (the row, the ABI it needs, the reason).
+NEEDS_ABI = {
+    "network-to-host": (4, "Landlock refuses TCP connect only from ABI 4 (Linux 6.7)"),
+    "abstract-unix-socket": (6, "Landlock scopes abstract unix sockets only from ABI 6 (Linux 6.12)"),
+    "signal-kubelet": (6, "Landlock scopes signals only from ABI 6 (Linux 6.12); the same uid may signal"),
+}
+# In bubblewrap's user-namespace mode the directories of the fresh root belong to the namespace's user.
+USERNS_EXPECT: dict[str, tuple[int | None, str]] = {
+    "write-etc": (0, r"^$"),  # lands in the sandbox's own tmpfs /etc; the host's is untouched (checked below)
+}
+# Rows the landlock layer cannot promise when a test forces it on a root kubelet (a root cluster never runs it: it
+# drops to uid 65532 first): the workload is root with every capability, and Landlock lets CAP_SYS_PTRACE through.
+ROOT_LANDLOCK_GAPS = {
+    "kubelet-environ": "Landlock's ptrace rule yields to CAP_SYS_PTRACE, which this test-only root workload holds",
+}
 
 
-@pytest.mark.parametrize("argv, code, pattern", [row[1:] for row in ESCAPES], ids=[row[0] for row in ESCAPES])
-def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str], code: int | None, pattern: str):
+@pytest.mark.parametrize("row, argv, code, pattern", ESCAPES, ids=[row[0] for row in ESCAPES])
+def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request: pytest.FixtureRequest, row: str,
+                      argv: list[str], code: int | None, pattern: str):
+    rt = layered_rt
+    if row in USERNS_EXPECT and (rt.sandbox.layer == BWRAP_USERNS or (rt.sandbox.layer == BWRAP and not AS_ROOT)):
+        code, pattern = USERNS_EXPECT[row]
+    if not rt.sandbox.fresh_root:
+        code, pattern = FALLBACK_EXPECT.get(row, (code, pattern))
+        abi = rt.sandbox.landlock_abi or 0
+        if row in NEEDS_ABI and abi < NEEDS_ABI[row][0]:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=f"layer {rt.sandbox.layer}, Landlock ABI "
+                                                  f"{abi}: {NEEDS_ABI[row][1]}"))
+        if rt.sandbox.layer == LANDLOCK and AS_ROOT and row in ROOT_LANDLOCK_GAPS:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=ROOT_LANDLOCK_GAPS[row]))
     # Another pod on the node, with a secret in its home and a log.
     other = spec("uid-other", "sh", "-c", f"echo {CANARY}-other > $HOME/secret; echo {CANARY}-other-log")
     rt.start(other)
     assert rt.wait("uid-other", "c", timeout=30).exit_code == 0, rt.logs("uid-other", "c")
     assert (rt.scratch_dir(other) / "secret").read_text() == f"{CANARY}-other\n"
     listener = socket.create_server(("127.0.0.1", 0))
+    abstract = f"mockgpu-test-{uuid.uuid4().hex}"
+    unix_listener = socket.socket(socket.AF_UNIX)
+    unix_listener.bind(b"\0" + abstract.encode())
+    unix_listener.listen()
     me = spec("uid-me", "x")
     home = rt.scratch_dir(me)
     # Symlinks left in the working dir (by a previous run, or planted) point at host files.
@@ -139,6 +293,8 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
         "other_log": str(rt.status("uid-other", "c").log_path),
         "port": str(listener.getsockname()[1]),
         "etc_file": ETC_FILE,
+        "kubelet": str(os.getpid()),
+        "abstract": abstract,
     }
     argv = [a.format(**fill) for a in argv]
     pattern = pattern.format(**{k: re.escape(v) for k, v in fill.items()})
@@ -149,6 +305,7 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
             st = rt.wait("uid-me", "c", timeout=30)
     finally:
         listener.close()
+        unix_listener.close()
     log = rt.logs("uid-me", "c")
     if pattern.startswith("StartError: "):
         assert st.reason == "StartError", (st, log)

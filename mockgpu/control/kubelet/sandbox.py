@@ -350,6 +350,10 @@ class Sandbox:
         r.add("/proc")
         site = sysconfig.get_paths().get("purelib")
         listed = [(site, "l")] if site and os.path.isdir(site) else []  # site.py lists it for the .pth files
+        # the directories the kit's package is imported from: importlib lists a sys.path entry before it looks in it
+        pkg = os.path.dirname(os.path.dirname(os.path.dirname(EXECENV)))
+        installed = next((b.dest for b in self.base_binds() if b.source == pkg and b.dest != pkg), None)
+        listed += [(os.path.dirname(d), "l") for d in (pkg, installed) if d]
         return sorted((p, "rx") for p in rx) + sorted((p, "r") for p in r - rx) + listed + \
             [(d, "rw") for d in DEVICES]
 
@@ -532,7 +536,7 @@ class Sandbox:
                     return Probed(BWRAP)
                 except SandboxUnavailable as exc:
                     cause = str(exc).removeprefix("workload sandbox unavailable: ")
-                    if not NAMESPACE_REFUSED.search(cause) or self.layers != LAYERS:
+                    if not NAMESPACE_REFUSED.search(cause) or len(self._candidates()) == 1:
                         raise
                     refused = cause
                     continue
