@@ -116,30 +116,45 @@ def seccomp_bwrap(tmp: Path) -> str:
 
 
 @pytest.fixture(params=[*LAYERS, NAMESPACES_REFUSED])
-def layered_rt(request: pytest.FixtureRequest, tmp_path: Path):
-    """A runtime in one sandbox layer (forced), or with every layer and namespaces refused (the probe chooses)."""
-    layer = request.param
-    if (reason := layer_absent(layer)) is not None:
+def layer(request: pytest.FixtureRequest) -> str:
+    """A sandbox layer forced on the runtime, or NAMESPACES_REFUSED (every layer, namespaces refused)."""
+    if (reason := layer_absent(request.param)) is not None:
         pytest.skip(reason)
-    if layer == NAMESPACES_REFUSED:
-        # a root kubelet falls back to uid 65532 (bwrap-userns is refused by the same filter); where uid 65532
-        # cannot run this interpreter, to Landlock alone, which only tests choose for root
-        everything = not AS_ROOT or barrier(sys.executable) is None
-        wrapper_dir = tmp_path / "seccomp"
-        wrapper_dir.mkdir()
-        wrapper_dir.chmod(0o755)
-        runtime = ProcessRuntime(tmp_path / "cluster" / "runtime", bwrap=seccomp_bwrap(wrapper_dir),
-                                 layers=LAYERS if everything else (BWRAP, LANDLOCK))
+    return request.param
+
+
+def layered_runtime(layer: str, tmp_path: Path, **kwargs) -> ProcessRuntime:
+    """A runtime in ``layer``; for NAMESPACES_REFUSED, with bwrap under the seccomp filter and the probe choosing."""
+    root = tmp_path / "cluster" / "runtime"
+    if layer != NAMESPACES_REFUSED:
+        runtime = ProcessRuntime(root, layers=(layer,), **kwargs)
         runtime.sandbox.check()
-        assert runtime.sandbox.layer == (UID if AS_ROOT and everything else LANDLOCK), runtime.sandbox.layer
-        assert "namespace" in runtime.sandbox.namespaces_refused, runtime.sandbox.namespaces_refused
-    else:
-        runtime = ProcessRuntime(tmp_path / "cluster" / "runtime", layers=(layer,))
-        runtime.sandbox.check()
-    yield runtime
+        return runtime
+    # a root kubelet falls back to uid 65532 (bwrap-userns is refused by the same filter); where uid 65532 cannot
+    # run this interpreter, to Landlock alone, which only tests choose for root
+    everything = not AS_ROOT or barrier(sys.executable) is None
+    wrapper_dir = tmp_path / "seccomp"
+    wrapper_dir.mkdir()
+    wrapper_dir.chmod(0o755)
+    runtime = ProcessRuntime(root, bwrap=seccomp_bwrap(wrapper_dir), layers=LAYERS if everything else (BWRAP, LANDLOCK),
+                             **kwargs)
+    runtime.sandbox.check()
+    assert runtime.sandbox.layer == (UID if AS_ROOT and everything else LANDLOCK), runtime.sandbox.layer
+    assert "namespace" in runtime.sandbox.namespaces_refused, runtime.sandbox.namespaces_refused
+    return runtime
+
+
+def discard(runtime: ProcessRuntime) -> None:
     runtime.stop_all(grace=0)
     if runtime.sandbox.relocated is not None:
         shutil.rmtree(runtime.sandbox.relocated, ignore_errors=True)
+
+
+@pytest.fixture
+def layered_rt(layer: str, tmp_path: Path):
+    runtime = layered_runtime(layer, tmp_path)
+    yield runtime
+    discard(runtime)
 
 
 def spec(uid: str, *command: str, **kw) -> ContainerSpec:
@@ -327,10 +342,15 @@ def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request
     assert host["secret"].stat().st_uid == os.getuid()
 
 
-def test_host_passwd_is_not_the_one_inside(rt: ProcessRuntime) -> None:
+def test_host_passwd_is_not_the_one_inside(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     rt.start(spec("u", "sh", "-c", "cat < /etc/passwd"))
     st = rt.wait("u", "c", timeout=30)
     log = rt.logs("u", "c")
+    if not rt.sandbox.fresh_root:  # the host's /etc/passwd exists, Landlock refuses it
+        assert st.exit_code == 2 and re.search(r"cannot open /etc/passwd: Permission denied", log), log
+        assert not [ln for ln in host_lines("/etc/passwd") if ln in log], log
+        return
     assert st.exit_code == 0, log
     assert log.splitlines()[1].startswith(f"mockgpu:x:{WORKLOAD_UID if AS_ROOT else os.getuid()}:"), log
     inside = {"root:x:0:0:root:/root:/sbin/nologin"}
@@ -338,41 +358,79 @@ def test_host_passwd_is_not_the_one_inside(rt: ProcessRuntime) -> None:
     assert leaked == [] and len(log.splitlines()) == 2, log
 
 
-def test_id_is_not_root_and_holds_no_privilege(tmp_path: Path) -> None:
-    runtime = ProcessRuntime(tmp_path / "rt", allowlist=CommandAllowlist(names=(*DEFAULT_ALLOWLIST, "id")))
+def test_id_is_not_root_and_holds_no_privilege(layer: str, tmp_path: Path) -> None:
+    script = "id; while read -r k v; do case $k in Uid:|Gid:|Groups:|CapEff:|CapPrm:|CapInh:|CapBnd:|CapAmb:|" \
+             "NoNewPrivs:) echo $k $v;; esac; done < /proc/self/status"
+    rt = layered_runtime(layer, tmp_path, allowlist=CommandAllowlist(names=(*DEFAULT_ALLOWLIST, "id")))
     try:
-        script = "id; while read -r k v; do case $k in Uid:|Gid:|CapEff:|CapBnd:|NoNewPrivs:) echo $k $v;; esac; " \
-                 "done < /proc/self/status"
-        runtime.start(spec("u", "sh", "-c", script))
-        st = runtime.wait("u", "c", timeout=30)
-        log = runtime.logs("u", "c")
+        rt.start(spec("u", "sh", "-c", script))
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
     finally:
-        runtime.stop_all(grace=0)
+        discard(rt)
     assert st.exit_code == 0, log
+    status = dict((ln.split(" ", 1) + [""])[:2] for ln in log.splitlines()[1:])
+    if rt.sandbox.layer == LANDLOCK and AS_ROOT:
+        # The landlock layer keeps the kubelet's uid; forced on a root kubelet (tests only: a root cluster always
+        # drops to uid 65532) the workload is root, capabilities and all, under no_new_privs and Landlock.
+        assert log.splitlines()[0] == "uid=0 gid=0 groups=0", log
+        assert status["NoNewPrivs:"] == "1", log
+        return
     uid = WORKLOAD_UID if AS_ROOT else os.getuid()
     assert uid != 0
-    assert log.splitlines()[0] == f"uid={uid}(mockgpu) gid={uid}(mockgpu) groups={uid}(mockgpu)", log
-    status = dict(ln.split(" ", 1) for ln in log.splitlines()[1:])
+    names = rt.sandbox.fresh_root  # only bwrap's root has the two-line /etc/passwd; Landlock hides the host's
+    want = f"uid={uid}(mockgpu) gid={uid}(mockgpu) groups={uid}(mockgpu)" if names else \
+        f"uid={uid} gid={uid} groups={uid}"
+    assert log.splitlines()[0] == want, log
     assert status["Uid:"].split() == [str(uid)] * 4, log
-    assert status["CapEff:"] == "0000000000000000" and status["NoNewPrivs:"] == "1", log
+    assert status["CapEff:"] == status["CapPrm:"] == status["CapInh:"] == "0000000000000000", log
+    assert status["NoNewPrivs:"] == "1", log
     if AS_ROOT:
-        assert status["CapBnd:"] == "0000000000000000", log
+        assert status["CapBnd:"] == status["CapAmb:"] == "0000000000000000", log
+        assert status["Groups:"].split() in ([], [str(uid)]), log
 
 
-def test_workload_sees_only_the_allowlisted_programs(rt: ProcessRuntime) -> None:
+def test_workload_sees_only_the_allowlisted_programs(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     # Globbing is a shell builtin: it lists what exists without running anything.
     venv_bin = Path(sys.executable).parent
-    rt.start(spec("u", "sh", "-c", f"echo /bin/* /sbin/* /usr/sbin/* /usr/local/bin/* {venv_bin}/*"))
+    rt.start(spec("u", "sh", "-c", f"echo /bin/* /sbin/* /usr/sbin/* /usr/local/bin/* {venv_bin}/*; "
+                                   f"echo $(cd $(dirname $(command -v sh)) && echo *)"))
     st = rt.wait("u", "c", timeout=30)
     log = rt.logs("u", "c")
     assert st.exit_code == 0, log
-    names = {os.path.basename(w) for w in log.split() if "*" not in w}
+    listed, path_entries = log.splitlines()[0], log.splitlines()[-1]
+    names = {os.path.basename(w) for w in listed.split() if "*" not in w}
+    if not rt.sandbox.fresh_root:
+        # the host's directories are there but Landlock refuses to list them (what runs is the escape table's);
+        # the names below the kit's package's parent directory stay listable (importlib lists sys.path entries),
+        # which may hold the venv's bin (an editable install)
+        system = {os.path.basename(w) for w in listed.split() if "*" not in w and not w.startswith(str(venv_bin))}
+        assert system == set(), system
+        assert set(path_entries.split()) == {"*"} or set(path_entries.split()) <= set(DEFAULT_ALLOWLIST) | {
+            "mockgpu-workload", "nvidia-smi"}, path_entries
+        return
     assert names <= set(DEFAULT_ALLOWLIST) | {"mockgpu-workload", "nvidia-smi"}, names
     assert {"sh", "sleep", "env", "mockgpu-workload", "nvidia-smi"} <= names, names
 
 
-def test_private_tmp_and_home_only(rt: ProcessRuntime) -> None:
+def test_private_tmp_and_home_only(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     tmp_file = f"/tmp/mockgpu-sandbox-test-{uuid.uuid4().hex}"
+    if not rt.sandbox.fresh_root:
+        # no private /tmp without a mount namespace: the host's is refused, TMPDIR is the container's own
+        s = spec("u", "sh", "-c", f"echo a > {tmp_file}; echo a > $TMPDIR/f && echo b > $HOME/g && "
+                                  "cat $TMPDIR/f $HOME/g && pwd && echo $TMPDIR")
+        rt.start(s)
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
+        assert st.exit_code == 0, log
+        lines = log.splitlines()
+        assert re.search(rf"cannot create {re.escape(tmp_file)}: Permission denied", lines[0]), log
+        assert lines[1:] == ["a", "b", str(rt.scratch_dir(s)), str(rt.tmp_dir(s))], log
+        assert stat.S_IMODE(rt.tmp_dir(s).stat().st_mode) == 0o700
+        assert not Path(tmp_file).exists()
+        return
     s = spec("u", "sh", "-c", f"echo a > {tmp_file} && echo b > $HOME/g && cat {tmp_file} $HOME/g && pwd")
     rt.start(s)
     st = rt.wait("u", "c", timeout=30)
@@ -383,14 +441,19 @@ def test_private_tmp_and_home_only(rt: ProcessRuntime) -> None:
     assert not Path(tmp_file).exists()  # the container's /tmp is its own
 
 
-def test_environment_is_only_the_pods(rt: ProcessRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_is_only_the_pods(layered_rt: ProcessRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = layered_rt
     monkeypatch.setenv("MOCKGPU_HOST_SECRET", CANARY)
     monkeypatch.setenv("PYTHONPATH", "/host/only")
-    s = spec("u", "env", env={"A": "1"}, device_envs={"NVIDIA_VISIBLE_DEVICES": "GPU-1"})
+    driver = rt.sandbox.workload_dir(rt.root) / "driver-mount"  # where the kubelet would keep its driver dir
+    driver.mkdir()
+    s = spec("u", "env", env={"A": "1", "WHERE": f"{CONTAINER_DRIVER_DIR}/x"},
+             device_envs={"NVIDIA_VISIBLE_DEVICES": "GPU-1", "MOCKGPU_DRIVER_DIR": CONTAINER_DRIVER_DIR},
+             mounts=(Mount(CONTAINER_DRIVER_DIR, str(driver)),))
     rt.start(s)
     rt.wait("u", "c", timeout=30)
     env = dict(line.split("=", 1) for line in rt.logs("u", "c").splitlines())
-    assert env == {
+    want = {
         "PATH": str(rt.bin_dir),
         "HOME": str(rt.scratch_dir(s)),
         "HOSTNAME": "esc",
@@ -399,8 +462,13 @@ def test_environment_is_only_the_pods(rt: ProcessRuntime, monkeypatch: pytest.Mo
         "MOCKGPU_POD_NAME": "esc",
         "MOCKGPU_CONTAINER_NAME": "c",
         "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+        "MOCKGPU_DRIVER_DIR": CONTAINER_DRIVER_DIR,
         "A": "1",
+        "WHERE": f"{CONTAINER_DRIVER_DIR}/x",
     }
+    if not rt.sandbox.fresh_root:  # the mount is at its host path: values naming it follow; TMPDIR is private
+        want |= {"MOCKGPU_DRIVER_DIR": str(driver), "WHERE": f"{driver}/x", "TMPDIR": str(rt.tmp_dir(s))}
+    assert env == want
 
 
 @pytest.mark.parametrize("bwrap", [None, "/bin/false"], ids=["missing", "broken"])

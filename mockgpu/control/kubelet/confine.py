@@ -20,7 +20,7 @@ as ``python -I -S confine.py`` (no site-packages), and the binding this needs is
 
 Run as ``python -I -S confine.py POLICY_FD -- NEXT_ARGV...``; the policy (JSON in an anonymous file) is
 ``{"paths": [[path, "r"|"rx"|"rw"|"l"], ...], "rlimits": {"NOFILE": n, ...}, "net": bool, "scope": bool,
-"require_landlock": bool}``. Any failure ends the step with one line on stderr and exit code 126: nothing
+"require_landlock": bool, "cwd": path}`` (``cwd``: where to chdir once confined; ``PWD`` is set to it). Any failure ends the step with one line on stderr and exit code 126: nothing
 runs half-confined.
 """
 
@@ -199,7 +199,11 @@ def main(argv: list[str]) -> int:
         print("confine: usage: confine.py POLICY_FD -- ARGV...", file=sys.stderr)
         return EXIT_REFUSED
     try:
-        apply(read_policy(int(argv[0])))
+        policy = read_policy(int(argv[0]))
+        apply(policy)
+        if policy.get("cwd"):  # the container's working directory, as bwrap's --chdir (which also sets PWD)
+            os.chdir(policy["cwd"])
+            os.environ["PWD"] = policy["cwd"]
     except (OSError, ValueError) as exc:
         print(f"confine: {exc}", file=sys.stderr)
         return EXIT_REFUSED

@@ -381,17 +381,17 @@ class Sandbox:
             return self._bwrap_argv(binds, argv, cwd=cwd, hostname=hostname, env_fd=env_fd)
         rules = [*self.landlock_paths(), (str(home), "rw")] + ([(str(tmp), "rw")] if tmp else [])
         rules += [(h, "rw" if w else "r") for h, _, w in mounts]
-        policy_fd = self._policy_fd(rules)
+        policy_fd = self._policy_fd(rules, cwd)
         if extra_fds is None:
             os.close(policy_fd)
             raise SandboxUnavailable("workload sandbox unavailable: no way to hand over the Landlock policy")
         extra_fds.append(policy_fd)
         return self._fallback_argv(argv, env_fd=env_fd, policy_fd=policy_fd)
 
-    def _policy_fd(self, rules: list[tuple[str, str]]) -> int:
+    def _policy_fd(self, rules: list[tuple[str, str]], cwd: str) -> int:
         required = self.landlock_abi is not None or self.layer == LANDLOCK  # UID without Landlock: said in its line
         policy = {"paths": rules, "rlimits": {**RLIMITS, "NPROC": NPROC.get(self.layer or LANDLOCK, 8192)},
-                  "net": True, "scope": True, "require_landlock": required}
+                  "net": True, "scope": True, "require_landlock": required, "cwd": cwd}
         fd = os.memfd_create("mockgpu-confine-policy", os.MFD_CLOEXEC)
         os.write(fd, json.dumps(policy).encode())
         os.lseek(fd, 0, os.SEEK_SET)
