@@ -20,8 +20,8 @@ as ``python -I -S confine.py`` (no site-packages), and the binding this needs is
 
 Run as ``python -I -S confine.py POLICY_FD -- NEXT_ARGV...``; the policy (JSON in an anonymous file) is
 ``{"paths": [[path, "r"|"rx"|"rw"|"l"], ...], "rlimits": {"NOFILE": n, ...}, "net": bool, "scope": bool,
-"require_landlock": bool, "cwd": path}`` (``cwd``: where to chdir once confined; ``PWD`` is set to it). Any failure ends the step with one line on stderr and exit code 126: nothing
-runs half-confined.
+"require_landlock": bool, "cwd": path}`` (``cwd``: where to chdir once confined; ``PWD`` is set to it). Any
+failure ends the step with one line on stderr and exit code 126: nothing runs half-confined.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ DOCKER_FIX_USER = "--security-opt seccomp=unconfined --security-opt systempaths=
 USERNS_FIX = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ "
               "sysctl kernel.apparmor_restrict_unprivileged_userns=0), or start the cluster as root")
 LANDLOCK_FIX = ("or let the fallback run: a kernel with Landlock (Linux 5.13+, `lsm=` including landlock) and a "
-                "seccomp profile that allows its three system calls (Docker 23+'s default does), or start the "
-                "cluster as root (pods then run as uid 65532)")
+                "seccomp profile that allows its three system calls (Docker's default lists them since 2022; "
+                "Debian 12's docker.io 20.10.24 does), or start the cluster as root (pods then run as uid 65532)")
 
 
 class PodsCannotStart(MockgpuError):
