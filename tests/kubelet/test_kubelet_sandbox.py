@@ -221,6 +221,13 @@ ESCAPES = [
         1,
         r"ConnectionRefusedError",  # abstract sockets belong to the network namespace
     ),
+    # a unix socket of the kubelet's (kubelet.sock, a device plugin's): in its state dir, by its path
+    (
+        "kubelet-unix-socket",
+        ["sh", "-c", "{py} -c \"import socket; socket.socket(socket.AF_UNIX).connect('{kubelet_sock}')\""],
+        1,
+        r"FileNotFoundError",
+    ),
 ]
 # In the layers without a fresh root (uid, landlock): the host's files exist, Landlock refuses them.
 DENIED = "Permission denied"
@@ -251,6 +258,7 @@ FALLBACK_EXPECT: dict[str, tuple[int | None, str]] = {
     "kubelet-environ": (1, rf"cat: /proc/{{kubelet}}/environ: {DENIED}"),
     "signal-kubelet": (1, r"kill: Operation not permitted"),  # Landlock ABI >= 6 scopes signals (and another uid)
     "abstract-unix-socket": (1, r"PermissionError"),  # Landlock ABI >= 6 scopes abstract unix sockets
+    "kubelet-unix-socket": (1, r"PermissionError"),  # uid 65532: the kubelet's 0700 directories (not Landlock)
 }
 # Rows a fallback layer cannot promise below a Landlock ABI (the row, the ABI it needs, the reason).
 NEEDS_ABI = {
@@ -264,6 +272,12 @@ USERNS_EXPECT: dict[str, tuple[int | None, str]] = {
 }
 # Rows the landlock layer cannot promise when a test forces it on a root kubelet (a root cluster never runs it: it
 # drops to uid 65532 first): the workload is root with every capability, and Landlock lets CAP_SYS_PTRACE through.
+# Rows the landlock layer cannot promise on any Landlock ABI up to 7 (this kernel's): same uid as the kubelet.
+LANDLOCK_GAPS = {
+    "kubelet-unix-socket": "Landlock (ABI <= 7) does not mediate connect() to an existing pathname unix socket, and "
+                           "the workload has the kubelet's uid: it reaches kubelet.sock and the plugins' sockets by "
+                           "their paths",
+}
 ROOT_LANDLOCK_GAPS = {
     "kubelet-environ": "Landlock's ptrace rule yields to CAP_SYS_PTRACE, which this test-only root workload holds",
 }
@@ -283,6 +297,8 @@ def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request
                                                   f"{abi}: {NEEDS_ABI[row][1]}"))
         if rt.sandbox.layer == LANDLOCK and AS_ROOT and row in ROOT_LANDLOCK_GAPS:
             request.applymarker(pytest.mark.xfail(strict=True, reason=ROOT_LANDLOCK_GAPS[row]))
+        if rt.sandbox.layer == LANDLOCK and row in LANDLOCK_GAPS:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=LANDLOCK_GAPS[row]))
     # Another pod on the node, with a secret in its home and a log.
     other = spec("uid-other", "sh", "-c", f"echo {CANARY}-other > $HOME/secret; echo {CANARY}-other-log")
     rt.start(other)
@@ -293,6 +309,10 @@ def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request
     unix_listener = socket.socket(socket.AF_UNIX)
     unix_listener.bind(b"\0" + abstract.encode())
     unix_listener.listen()
+    kubelet_sock = rt.root.parent / "kubelet.sock"  # beside the runtime, as the node's device-plugin dir is
+    sock_listener = socket.socket(socket.AF_UNIX)
+    sock_listener.bind(str(kubelet_sock))
+    sock_listener.listen()
     me = spec("uid-me", "x")
     home = rt.scratch_dir(me)
     # Symlinks left in the working dir (by a previous run, or planted) point at host files.
@@ -310,6 +330,7 @@ def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request
         "etc_file": ETC_FILE,
         "kubelet": str(os.getpid()),
         "abstract": abstract,
+        "kubelet_sock": str(kubelet_sock),
     }
     argv = [a.format(**fill) for a in argv]
     pattern = pattern.format(**{k: re.escape(v) for k, v in fill.items()})
@@ -321,6 +342,7 @@ def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request
     finally:
         listener.close()
         unix_listener.close()
+        sock_listener.close()
     log = rt.logs("uid-me", "c")
     if pattern.startswith("StartError: "):
         assert st.reason == "StartError", (st, log)

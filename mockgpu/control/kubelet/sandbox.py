@@ -1,6 +1,14 @@
-"""The workload sandbox: every container runs inside bubblewrap (``bwrap``), as an unprivileged user.
+"""The workload sandbox: every container runs in the strongest layer this place allows, as an unprivileged user.
 
-What a sandboxed container sees and is:
+The layers, strongest first, chosen once per process by a probe (``check``) and named by ``sandboxprobe``:
+``bwrap`` (below); ``bwrap-userns`` (a root kubelet whose namespaces are refused: ``setpriv`` drops to
+``WORKLOAD_UID`` first, then bwrap builds the same sandbox in a user namespace); ``uid`` (a root kubelet, no
+namespaces at all: ``WORKLOAD_UID`` with every capability set empty, ``no_new_privs``, rlimits and Landlock rules,
+``confine.py``, on the host's file system); ``landlock`` (an ordinary user's kubelet, no namespaces: its own uid
+with the same confinement, the kubelet made non-dumpable). Only a namespace refusal falls back; a missing or
+broken bwrap is refused. The README's "The workload sandbox" has the table of what each layer promises.
+
+What a container sees and is in the ``bwrap`` layers:
 * a fresh root file system (a tmpfs) holding only, read-only: the allowlisted executables (at their
   host paths, so ``/bin/sh`` is still ``/bin/sh``), the shared libraries they load (found with
   ``ldd``), the Python interpreter the kit's console scripts name and its standard library, the
@@ -19,8 +27,12 @@ What a sandboxed container sees and is:
   container's environment travels in an anonymous file whose descriptor the last step (``execenv.py``,
   already the workload user) reads before it execs the workload (see the README's threat model).
 
-Where bwrap is missing or cannot build this sandbox, ``SandboxUnavailable`` (one line) is raised and
-the runtime refuses to start the container; nothing ever runs unsandboxed.
+In the fallback layers (no mount namespace) the same files are reachable by Landlock rules instead of binds
+(``landlock_paths``): read+execute for the allowlisted programs, their interpreters and the loader, read for
+the rest, read+write for the home, a private ``TMPDIR`` and the writable mounts (at their host paths).
+
+Where no layer can run, ``SandboxUnavailable`` (one line) is raised and the runtime refuses to start the
+container; nothing ever runs unsandboxed.
 """
 
 from __future__ import annotations
