@@ -275,3 +275,13 @@ def test_a_kubelets_warm_up_logs_an_unavailable_sandbox(tmp_path, caplog):
         runtime.sandbox.warm()
     assert any("bwrap not found on PATH" in r.getMessage() and "every container will be refused" in r.getMessage()
                for r in caplog.records), caplog.text
+
+
+def test_lab_cluster_names_the_layer_its_pods_run_under(tmp_path, monkeypatch):
+    """Where the sandbox can be built, the lab's first cell lists the probe's line among its start-up steps."""
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    monkeypatch.delenv("MOCKGPU_BACKEND", raising=False)
+    lab = LabCluster("clusters/seed-4x2.yaml", name="labline", home=tmp_path / "home")
+    lab.check_sandbox()
+    assert lab.sandbox_line == sandboxprobe.probe().line
+    assert lab.sandbox_line.startswith("sandbox: ")
