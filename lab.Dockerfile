@@ -93,6 +93,6 @@ ENV HOME=/home/${NB_USER} USER=${NB_USER}
 WORKDIR /home/${NB_USER}
 EXPOSE 8888
 ENTRYPOINT ["tini", "-g", "--"]
-# --labs labs: the learner's copy in HOME (the working directory); --port 8888: the port `docker run -p` publishes,
-# fixed, so the printed URL is the one to open.
-CMD ["mockgpu", "lab", "--ip", "0.0.0.0", "--port", "8888", "--no-browser", "--labs", "labs"]
+# The learner's copy of the labs in HOME; --port 8888: the port `docker run -p` publishes, fixed, so the printed URL
+# is the one to open. (A shell for $HOME: devcontainers may start it in another working directory.)
+CMD ["/bin/sh", "-c", "exec mockgpu lab --ip 0.0.0.0 --port 8888 --no-browser --labs \"$HOME/labs\""]

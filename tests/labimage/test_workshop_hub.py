@@ -153,12 +153,13 @@ def test_three_learners_run_lab_01_through_the_hub(hub):
     spawn_s = time.monotonic() - t0
     # each learner's server is their own container of the lab image, under Docker's default security
     for u in LEARNERS:
-        info = json.loads(subprocess.run(["docker", "inspect", f"{hub['name']}-{u}"], capture_output=True, text=True,
-                                         check=True).stdout)[0]
+        info = json.loads(subprocess.run(["docker", "inspect", f"{hub['name']}-{u}"], capture_output=True,
+                                         text=True, check=True).stdout)[0]
         assert info["Config"]["Image"] == hub["image"]
         host = info["HostConfig"]
         assert not host["Privileged"] and not host["CapAdd"] and not host["SecurityOpt"], host
-        assert host["Memory"] > 0 and host["NanoCpus"] > 0  # the per-learner limits
+        # the per-learner limits (DockerSpawner's cpu_limit is a CFS quota per 100 ms period)
+        assert host["Memory"] > 0 and host["CpuQuota"] > 0 and host["PidsLimit"] > 0, host
 
     async def all_learners():
         return await asyncio.gather(*(run_notebook(f"{base}/user/{u}", token, LAB, keep_kernel=True)
@@ -174,8 +175,12 @@ def test_three_learners_run_lab_01_through_the_hub(hub):
     idle = stats.sample()
     stats.stop.set()
     stats.join()
-    asyncio.run(asyncio.wait_for(asyncio.gather(*(close_session(f"{base}/user/{u}", token, r.session_id)
-                                                  for u, r in zip(LEARNERS, runs, strict=True))), 60))
+
+    async def close_all():
+        await asyncio.gather(*(close_session(f"{base}/user/{u}", token, r.session_id)
+                               for u, r in zip(LEARNERS, runs, strict=True)))
+
+    asyncio.run(asyncio.wait_for(close_all(), 60))
     mib = 1 << 20
     report = {
         "learners": len(LEARNERS), "cores": os.cpu_count(), "spawn_seconds": round(spawn_s, 1),
