@@ -247,16 +247,18 @@ def drop_argv(setpriv: str) -> list[str]:
             "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
+def relocation_path(runtime_root: Path) -> Path:
+    """Where ``relocation_dir`` puts a runtime's workload-visible tree (nothing is created)."""
+    base = next((b for b in RELOCATION_BASES if os.path.isdir(os.path.dirname(b))), RELOCATION_BASES[-1])
+    return Path(base) / hashlib.sha256(os.path.realpath(runtime_root).encode()).hexdigest()[:20]
+
+
 def relocation_dir(runtime_root: Path) -> Path:
     """The root-owned, mode 0711 directory that holds a runtime's workload-visible tree when the launcher runs as
     WORKLOAD_UID (which cannot pass through the 0700 state directories). Each level is made by root with mkdir
     and checked with lstat (a directory, root's, not writable by others: no symlink or squatter is used)."""
-    for base in RELOCATION_BASES:
-        if os.path.isdir(os.path.dirname(base)):
-            break
-    digest = hashlib.sha256(os.path.realpath(runtime_root).encode()).hexdigest()[:20]
-    out = Path(base)
-    for d in (out, out / digest):
+    out = relocation_path(runtime_root)
+    for d in (out.parent, out):
         try:
             os.mkdir(d, 0o711)
         except FileExistsError:
@@ -266,7 +268,7 @@ def relocation_dir(runtime_root: Path) -> Path:
             raise SandboxUnavailable(f"workload sandbox unavailable: {d} is not a root-owned directory "
                                      f"that only root can write")
         os.chmod(d, 0o711)
-    return out / digest
+    return out
 
 
 class Sandbox:
