@@ -285,3 +285,16 @@ def test_lab_cluster_names_the_layer_its_pods_run_under(tmp_path, monkeypatch):
     lab.check_sandbox()
     assert lab.sandbox_line == sandboxprobe.probe().line
     assert lab.sandbox_line.startswith("sandbox: ")
+
+
+@pytest.mark.parametrize("as_root, hinted", [(True, True), (False, False)], ids=["root", "user"])
+def test_an_interpreter_uid_65532_cannot_reach_is_named(as_root, hinted):
+    """A root cluster's fallback layers run the kit's interpreter as uid 65532: when they fail on it (pyenv under a
+    0700 /root), the line says so besides the Docker options."""
+    exe = os.path.realpath(sys.executable)
+    cause = (f"workload sandbox unavailable: bwrap: Creating new namespace failed: Operation not permitted; no "
+             f"fallback (bwrap-userns: bwrap: Can't find source path {exe}: Permission denied; uid: confine: "
+             f"[Errno 13] Permission denied: '{exe}')")
+    line = sandboxprobe.refusal(cause, as_root=as_root, container=True)
+    assert "\n" not in line
+    assert (f"uid {WORKLOAD_UID} cannot reach {exe}, install Python where every user can run it" in line) == hinted

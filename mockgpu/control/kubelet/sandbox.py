@@ -561,10 +561,9 @@ class Sandbox:
                 return Probed(layer, self._try_fallback(layer), refused)
             except SandboxUnavailable as exc:
                 errors.append(f"{layer}: {str(exc).removeprefix('workload sandbox unavailable: ')}")
-        if not self.as_root and not self.setpriv and UID in self.layers and not errors:
-            errors.append("uid: not root")
-        raise SandboxUnavailable(f"workload sandbox unavailable: {refused or 'no layer tried'}"
-                                 + (f"; no fallback ({'; '.join(errors)})" if errors else ""))
+        tried = "; ".join(errors) or f"no layer of {', '.join(self.layers)} can run as uid {os.geteuid()}"
+        raise SandboxUnavailable(f"workload sandbox unavailable: {refused}; no fallback ({tried})" if refused else
+                                 f"workload sandbox unavailable: {tried}")
 
     def _run_probe(self, argv: list[str], fds: list[int], cwd: str = "/") -> None:
         try:
