@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -187,16 +188,16 @@ def test_up_falls_back_when_namespaces_are_refused(tmp_path, bwrap: str | None =
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="seccomp_exec.py's filter names x86_64 syscall numbers")
 @pytest.mark.parametrize("who", ["root-without-setuid", "ordinary-user"])
-def test_up_fails_in_one_line_when_every_layer_is_impossible(tmp_path, who):
+def test_up_fails_in_one_line_when_every_layer_is_impossible(request, who):
     """Namespaces refused, Landlock refused by the same seccomp filter (a profile that does not list it), and no
     uid switch: root without CAP_SETUID/CAP_SETGID (dropped from its bounding set), or an ordinary user. ``up``
     starts nothing and says, in one line, why and what to change."""
     setpriv = shutil.which("setpriv", path=os.defpath + ":/usr/sbin:/sbin")
     if not AS_ROOT or setpriv is None:
         pytest.skip("needs root and setpriv to become the user under test")
-    home = tmp_path / "home"
-    home.mkdir()
-    tmp_path.chmod(0o755)
+    # the ordinary user needs a home it can reach: pytest's tmp_path sits below root's 0700 directories
+    home = Path(tempfile.mkdtemp(prefix="mockgpu-every-layer-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
     if who == "root-without-setuid":
         drop = (setpriv, "--bounding-set=-setuid,-setgid", "--")
     else:
@@ -220,7 +221,7 @@ def test_up_fails_in_one_line_when_every_layer_is_impossible(tmp_path, who):
         assert "bwrap-userns: " in line and "uid: " in line, line
         assert "--cap-add SYS_ADMIN" in line, line  # the Docker options that let bubblewrap run
     else:
-        assert "landlock: Operation not permitted" in line, line
+        assert "landlock: Landlock unavailable: Operation not permitted" in line, line
         assert "a kernel with Landlock" in line and "start the cluster as root" in line, line
     assert not (home / "nopods").exists()
 
