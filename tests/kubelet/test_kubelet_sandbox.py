@@ -592,6 +592,34 @@ def test_pod_env_never_reaches_the_launcher(launcher_rt, name: str, value: str) 
         assert MARK not in (rt.scratch_dir(s) / ".setpriv-env").read_text()
 
 
+@pytest.mark.parametrize("name, value", HOSTILE_ENV, ids=[row[0] for row in HOSTILE_ENV])
+def test_pod_env_never_reaches_setpriv_in_the_uid_layer(tmp_path: Path, name: str, value: str) -> None:
+    """The uid layer's one privileged step is setpriv (root, until it drops to 65532): it too gets the fixed
+    environment; the pod's reaches only the workload (through confine.py and execenv.py, already uid 65532)."""
+    if (reason := layer_absent(UID)) is not None:
+        pytest.skip(reason)
+    rt = layered_runtime(UID, tmp_path)
+    try:
+        rec = rt.sandbox.relocated / "rec"  # reachable by root; the workload cannot write it (root's, 0755)
+        rec.mkdir()
+        wrapper = rec / "setpriv"
+        wrapper.write_text(f"#!/bin/sh\n{shutil.which('cat')} /proc/$$/environ > {rec}/setpriv-env.$$ || exit 99\n"
+                           f"exec {rt.sandbox.setpriv} \"$@\"\n")
+        wrapper.chmod(0o755)
+        rt.sandbox.setpriv = str(wrapper)
+        s = ContainerSpec(pod_uid="u", pod_name="esc", namespace="default", name="c", command=("env",),
+                          env={"A": "1", name: value})
+        st = rt.start(s)
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
+        assert st.exit_code == 0, log
+        assert f"{name}={value}" in log.splitlines() and "A=1" in log.splitlines(), log
+        recorded = rec / f"setpriv-env.{st.pid}"
+        assert recorded.read_bytes() == b"", recorded.read_bytes()  # an empty environment
+    finally:
+        discard(rt)
+
+
 def test_the_last_step_leaves_no_trace(rt: ProcessRuntime) -> None:
     """The step that hands the env over closes its descriptor and restores the signals Python ignores
     (a guard, not a repro: the workload's process state is what bwrap gave it before)."""

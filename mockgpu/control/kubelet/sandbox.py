@@ -247,16 +247,18 @@ def drop_argv(setpriv: str) -> list[str]:
             "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
+def relocation_path(runtime_root: Path) -> Path:
+    """Where ``relocation_dir`` puts a runtime's workload-visible tree (nothing is created)."""
+    base = next((b for b in RELOCATION_BASES if os.path.isdir(os.path.dirname(b))), RELOCATION_BASES[-1])
+    return Path(base) / hashlib.sha256(os.path.realpath(runtime_root).encode()).hexdigest()[:20]
+
+
 def relocation_dir(runtime_root: Path) -> Path:
     """The root-owned, mode 0711 directory that holds a runtime's workload-visible tree when the launcher runs as
     WORKLOAD_UID (which cannot pass through the 0700 state directories). Each level is made by root with mkdir
     and checked with lstat (a directory, root's, not writable by others: no symlink or squatter is used)."""
-    for base in RELOCATION_BASES:
-        if os.path.isdir(os.path.dirname(base)):
-            break
-    digest = hashlib.sha256(os.path.realpath(runtime_root).encode()).hexdigest()[:20]
-    out = Path(base)
-    for d in (out, out / digest):
+    out = relocation_path(runtime_root)
+    for d in (out.parent, out):
         try:
             os.mkdir(d, 0o711)
         except FileExistsError:
@@ -266,7 +268,7 @@ def relocation_dir(runtime_root: Path) -> Path:
             raise SandboxUnavailable(f"workload sandbox unavailable: {d} is not a root-owned directory "
                                      f"that only root can write")
         os.chmod(d, 0o711)
-    return out / digest
+    return out
 
 
 class Sandbox:
@@ -559,10 +561,9 @@ class Sandbox:
                 return Probed(layer, self._try_fallback(layer), refused)
             except SandboxUnavailable as exc:
                 errors.append(f"{layer}: {str(exc).removeprefix('workload sandbox unavailable: ')}")
-        if not self.as_root and not self.setpriv and UID in self.layers and not errors:
-            errors.append("uid: not root")
-        raise SandboxUnavailable(f"workload sandbox unavailable: {refused or 'no layer tried'}"
-                                 + (f"; no fallback ({'; '.join(errors)})" if errors else ""))
+        tried = "; ".join(errors) or f"no layer of {', '.join(self.layers)} can run as uid {os.geteuid()}"
+        raise SandboxUnavailable(f"workload sandbox unavailable: {refused}; no fallback ({tried})" if refused else
+                                 f"workload sandbox unavailable: {tried}")
 
     def _run_probe(self, argv: list[str], fds: list[int], cwd: str = "/") -> None:
         try:

@@ -16,6 +16,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,8 +157,13 @@ def fix_for(cause: str, *, as_root: bool, container: bool) -> str:
 def refusal(cause: str, *, as_root: bool, container: bool) -> str:
     """The one line ``up`` fails with: no pod can start, why, and what to change."""
     cause = cause.removeprefix("workload sandbox unavailable: ").split("; install bubblewrap")[0]
-    return f"no pod can start here: the workload sandbox is unavailable ({cause}); " \
-           f"{fix_for(cause, as_root=as_root, container=container)}"
+    fix = fix_for(cause, as_root=as_root, container=container)
+    exe = os.path.realpath(sys.executable)
+    if as_root and (f"{exe}: Permission denied" in cause or f"'{exe}'" in cause):
+        # the fallback layers run this interpreter as WORKLOAD_UID (e.g. pyenv's under a 0700 /root)
+        fix += (f"; or let the fallback run: uid {WORKLOAD_UID} cannot reach {exe}, install Python where every "
+                f"user can run it (as the python images do)")
+    return f"no pod can start here: the workload sandbox is unavailable ({cause}); {fix}"
 
 
 def probe(bwrap: str | None = "auto", layers: tuple[str, ...] | None = None) -> Verdict:
