@@ -60,15 +60,17 @@ RUN [ -x /opt/venv/bin/python ] || python3 -m venv --without-pip /opt/venv; \
 # The dependencies first, in their own layer (a change to mockgpu's code does not reinstall JupyterLab):
 # mockgpu[lab] (JupyterLab, the widgets, the simulator) and [nbcheck] (nbval: the labs' solutions as tests), the
 # single-user server a JupyterHub spawner runs (jupyterhub-singleuser; its major version should match the hub's, see
-# docs/workshop-hub.md) and the notebook front end Binder may start. A stub package stands in for mockgpu while they install.
-COPY pyproject.toml README.md /opt/mockgpu/
-RUN mkdir -p /opt/mockgpu/mockgpu && touch /opt/mockgpu/mockgpu/__init__.py \
+# docs/workshop-hub.md) and the notebook front end Binder may start. A stub package (and an empty README: the real one
+# changes often and would rebuild this layer) stands in for mockgpu while they install.
+COPY pyproject.toml /opt/mockgpu/
+RUN mkdir -p /opt/mockgpu/mockgpu && touch /opt/mockgpu/mockgpu/__init__.py /opt/mockgpu/README.md \
     && python -m pip install -q "/opt/mockgpu[lab,nbcheck]" "jupyterhub>=5,<6" "notebook>=7,<8" "setuptools>=77" wheel \
-    && python -m pip uninstall -y -q mockgpu && rm -rf /opt/mockgpu/mockgpu /opt/mockgpu/build \
+    && python -m pip uninstall -y -q mockgpu && rm -rf /opt/mockgpu/mockgpu /opt/mockgpu/build /opt/mockgpu/README.md \
     && python -c "import kubernetes, os, shutil; shutil.rmtree(os.path.join(os.path.dirname(kubernetes.__file__), 'aio'))"
 
 # mockgpu itself, editable: the labs find clusters/ beside the package (mockgpu.widgets.labkit.REPO), and the
 # upstream backend its binaries in /opt/mockgpu/.cache/upstream (mockgpu.backends.upstream.binaries).
+COPY README.md /opt/mockgpu/
 COPY mockgpu /opt/mockgpu/mockgpu
 COPY clusters /opt/mockgpu/clusters
 COPY labs /opt/mockgpu/labs
