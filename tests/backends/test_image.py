@@ -27,6 +27,7 @@ def _context(dest):
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     return includes
 
@@ -49,8 +50,10 @@ def test_context_builds_a_wheel_with_the_data_and_commands(tmp_path):
     pytest.importorskip("wheel", reason="building the wheel offline needs wheel in this venv")
     ctx = tmp_path / "ctx"
     ctx.mkdir()
-    # the package, and what the lab image (lab.Dockerfile) adds: the labs and their cluster specs
-    assert set(_context(ctx)) == {"pyproject.toml", "README.md", "mockgpu", "clusters", "labs"}
+    # the package, and what the lab image (lab.Dockerfile) adds: the labs and their cluster specs, and the recipe
+    # with Binder's link to it
+    assert set(_context(ctx)) == {"pyproject.toml", "README.md", "mockgpu", "clusters", "labs", "lab.Dockerfile",
+                                  "binder/Dockerfile"}
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "dist"), str(ctx)], check=True, capture_output=True, timeout=240)
     (whl,) = (tmp_path / "dist").glob("mockgpu-*.whl")
