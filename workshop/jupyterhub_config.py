@@ -5,7 +5,7 @@ Started by ``scripts/workshop-hub up`` (which sets the ``MOCKGPU_HUB_*`` variabl
 the Docker network, and puts configurable-http-proxy on PATH); docs/workshop-hub.md is the instructor's guide.
 
 - Spawner: DockerSpawner (jupyterhub/dockerspawner) runs ``jupyterhub-singleuser`` in the lab image, one container
-  per learner on a network of its own, with a memory and CPU limit per learner (sized from the footprint measured by
+  per learner on a network of its own (made by the script without inter-container traffic), with a memory and CPU limit per learner (sized from the footprint measured by
   tests/labimage/test_workshop_hub.py; see the doc), a pids limit, and the learner's HOME on a named volume
   (first mounted from the image's HOME: the labs), so a restarted server keeps their work.
 - Login: JupyterHub's own SharedPasswordAuthenticator (since 5.3): one password on the slide, any username.

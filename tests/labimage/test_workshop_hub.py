@@ -161,6 +161,16 @@ def test_three_learners_run_lab_01_through_the_hub(hub):
         # the per-learner limits (DockerSpawner's cpu_limit is a CFS quota per 100 ms period)
         assert host["Memory"] > 0 and host["CpuQuota"] > 0 and host["PidsLimit"] > 0, host
 
+    # and cannot reach one another's servers (the hub's network has no inter-container traffic)
+    ip = {u: json.loads(subprocess.run(["docker", "inspect", f"{hub['name']}-{u}"], capture_output=True, text=True,
+                                       check=True).stdout)[0]["NetworkSettings"]["Networks"][hub["name"]]["IPAddress"]
+          for u in LEARNERS}
+    probe = ("import socket, sys; s = socket.socket(); s.settimeout(3)\n"
+             "try:\n s.connect((sys.argv[1], 8888)); print('reached')\nexcept OSError as e:\n print('refused', e)")
+    r = subprocess.run(["docker", "exec", f"{hub['name']}-{LEARNERS[0]}", "python", "-c", probe, ip[LEARNERS[1]]],
+                       capture_output=True, text=True, timeout=30)
+    assert r.stdout.startswith("refused"), r
+
     async def all_learners():
         return await asyncio.gather(*(run_notebook(f"{base}/user/{u}", token, LAB, keep_kernel=True)
                                       for u in LEARNERS))
