@@ -85,15 +85,15 @@ def seccomp_wrapper(tmp_path: Path) -> str:
     ("bwrap not found on PATH", True, False, "apt-get install bubblewrap"),
     ("setpriv not found (Debian: util-linux)", True, True, "apt-get install util-linux"),
     ("bwrap: Creating new namespace failed: Operation not permitted", True, True,
-     f"`docker run {sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged), or as a non-root user with "
-     f"`{sandboxprobe.DOCKER_FIX_USER}`"),
+     f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (bubblewrap then runs as uid {WORKLOAD_UID} in a user "
+     f"namespace), or with `{sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged)"),
     ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, True, f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (or --privileged)"),
     ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, False, "sysctl kernel.unprivileged_userns_clone=1"),
     ("bwrap: Creating new namespace failed: Operation not permitted", True, False,
      f"namespaces are refused here (a container's seccomp profile?): run it with `docker run "
-     f"{sandboxprobe.DOCKER_FIX_ROOT}`"),
+     f"{sandboxprobe.DOCKER_FIX_USER}`"),
     ("bwrap: something else entirely", False, False, "The workload sandbox"),
 ], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "undetected-container-root",
         "unknown"])
