@@ -27,7 +27,7 @@ def docker_problem() -> str | None:
     except subprocess.TimeoutExpired:
         return "the Docker engine did not answer `docker info` within 30 s"
     if r.returncode != 0:
-        return f"no Docker engine answers (scripts/docker-engine start): {r.stderr.strip().splitlines()[-1:]}"
+        return f"no Docker engine answers (scripts/docker-engine start): {(r.stderr.strip().splitlines() or ['?'])[-1]}"
     return None
 
 
