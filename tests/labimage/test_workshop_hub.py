@@ -31,6 +31,7 @@ pytestmark = pytest.mark.timeout(1800)
 SCRIPT = ROOT / "scripts" / "workshop-hub"
 LEARNERS = ["ada", "grace", "linus"]
 LAB = "solutions/01-why-is-my-4-gpu-job-pending.ipynb"
+CODE_CELLS = sum(c["cell_type"] == "code" for c in json.loads((ROOT / "labs" / LAB).read_text())["cells"])
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "kB": 1000, "MB": 10**6, "GB": 10**9}
 
 
@@ -180,7 +181,7 @@ def test_three_learners_run_lab_01_through_the_hub(hub):
     lab_s = time.monotonic() - t1
     for u, run in zip(LEARNERS, runs, strict=True):
         assert run.ok, f"{u}: {run.failures()}"
-        assert len(run.cells) == 16
+        assert len(run.cells) == CODE_CELLS  # every code cell ran (run_notebook stops at the first failure)
     time.sleep(10)  # the labs' clusters idle (their kernels still up)
     idle = stats.sample()
     stats.stop.set()
