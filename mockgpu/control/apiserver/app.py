@@ -195,6 +195,13 @@ class APIApp:
         dry_run = dry_run_of(q.getall("dryRun", []), verb)
         strict = verb in ("create", "update", "patch") and fieldvalidation.directive(q, verb) == "Strict"
         kind = None if verb == "patch" else {"binding": "Binding", "eviction": "Eviction"}.get(t.sub or "", t.info.kind)
+        # what the route refuses is refused before the body is read, as upstream's router and patch handler do
+        if verb == "create" and t.name is not None and t.sub not in ("binding", "eviction"):
+            raise st.method_not_allowed("POST", t.info.kind)
+        if verb == "patch":
+            patch_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if patch_type not in PATCH_TYPES:
+                raise st.unsupported_media_type(patch_type, accepted=PATCH_TYPES)
         body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict)

@@ -31,6 +31,7 @@ and numbers the schema does not know are skipped without a word, as upstream's p
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import json
 import threading
@@ -338,6 +339,8 @@ def _struct(node: Node, obj: dict[str, Any], epath: str, spath: str, problems: l
             inlined = node.embedded.get(key)
             ep = f"{epath}.{inlined}.{key}" if inlined else f"{epath}.{key}" if epath else key
             _value(child, value, owner, ep, sp, problems)
+            if child.kind == BYTES and isinstance(value, list):
+                obj[key] = _bytes_of(value)
     for key in unknown:
         del obj[key]
 
@@ -388,6 +391,11 @@ class _Mismatch(Exception):
         return f"unrecognized type: {self.kind}"
 
 
+def _bytes_of(numbers: list[int]) -> str:
+    """A ``[]byte`` sent as a JSON array of bytes, as the server stores and returns it: standard base64."""
+    return base64.b64encode(bytes(numbers)).decode()
+
+
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 
@@ -434,6 +442,10 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
         if not isinstance(value, dict):
             raise _mismatch(value, owner, epath, node.go, STRUCT)
         _struct(node, value, epath, spath, problems)
+    elif kind == BYTES and isinstance(value, list):  # a []byte is a slice: encoding/json also takes [n, ...]
+        for n in value:
+            if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 256):
+                raise _mismatch(n, owner, epath, "uint8", INT64)
     elif kind == STRING or kind == BYTES:
         if not isinstance(value, str):
             raise _mismatch(value, owner, epath, node.go, kind)
@@ -470,6 +482,8 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
                 value[key] = _zero(item)
             else:
                 _value(item, sub, owner, epath, f"{spath}.{key}", problems)
+                if item.kind == BYTES and isinstance(sub, list):
+                    value[key] = _bytes_of(sub)
     elif kind == INT32 or kind == INT64:
         bound = 2**31 if kind == INT32 else 2**63
         if not (isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound):

@@ -12,8 +12,9 @@
   exceeds :func:`allowed_alias_ratio`, the document is refused with "yaml: document contains excessive
   aliasing" before anything is expanded. Two bounds of our own: a YAML body may expand to at most
   ``MAX_YAML_EXPANDED_BYTES`` of JSON (upstream has no such bound: a long string named 99 times passes goyaml's
-  rule; we answer 413 rather than build hundreds of MB), and nesting is bounded by libyaml's own limit (1000),
-  not goyaml's 10000, so YAML nested deeper than 1000 is a 400 where upstream would accept it.
+  rule; we answer 413 rather than build hundreds of MB). Nesting: libyaml's own limit (1000 by default) is
+  raised to ``MAX_DEPTH`` (``yaml_set_max_nest_level``, which PyYAML's bundled libyaml exports), so a YAML body
+  may nest as deep as a JSON one, as upstream's YAML bodies become JSON and meet the same bound.
 - JSON patches: at most ``MAX_JSON_PATCH_OPS`` operations (413, ``handlers/patch.go``
   ``maxJSONPatchOperations``) and at most ``JSON_PATCH_MAX_COPY_BYTES`` copied by ``copy`` operations
   (``--json-patch-max-copy-bytes`` → ``jsonpatch.AccumulatedCopySizeLimit``, 422).
@@ -62,6 +63,22 @@ _ALIAS_RATIO_HIGH = 4_000_000
 _RECURSION_LIMIT = 4 * MAX_DEPTH + 1000
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _raise_libyaml_nesting() -> None:
+    """libyaml refuses documents nested deeper than 1000 ("exceeded maximum nesting depth"); allow ``MAX_DEPTH``
+    as the JSON path does. libyaml's parser keeps its states on a heap stack; PyYAML's composer recurses once
+    per level (checked here on a worker thread's default 8 MiB stack at 10000 levels)."""
+    if _SafeLoader is yaml.SafeLoader:
+        return  # the pure-Python parser has no such limit of its own; the JSON bound applies after
+    try:
+        lib = ctypes.CDLL(yaml._yaml.__file__)  # type: ignore[attr-defined]
+        lib.yaml_set_max_nest_level(MAX_DEPTH)
+    except (OSError, AttributeError):
+        pass  # an older libyaml (< 0.2.5) without the setting: its 1000 stays
+
+
+_raise_libyaml_nesting()
 
 
 class _Loader(_SafeLoader):  # type: ignore[misc,valid-type]

@@ -273,6 +273,8 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         raise _SMPError(f"Unknown patch type: {directive} in map: {json.dumps(patch)}")
     out = original if isinstance(original, dict) else {}
     retain = patch.pop("$retainKeys", None)
+    if retain is not None and not isinstance(retain, list):  # mergepatch.ErrBadPatchFormatForRetainKeys
+        raise _SMPError("invalid patch format of retainKeys")
     orders = {k.split("/", 1)[1]: patch.pop(k) for k in list(patch) if k.startswith("$setElementOrder/")}
     deletes = {k.split("/", 1)[1]: patch.pop(k) for k in list(patch) if k.startswith("$deleteFromPrimitiveList/")}
     for key, value in patch.items():

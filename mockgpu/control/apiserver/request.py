@@ -313,7 +313,13 @@ def dry_run_of(values: list[str], verb: str) -> bool:
 
 
 def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
-    """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them."""
+    """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them, and so is a
+    body of another kind (upstream decodes it with the meta scheme, which knows only the options kinds)."""
+    kind = body.get("kind")
+    if kind not in (None, "", "DeleteOptions"):
+        version = body.get("apiVersion") or "v1"
+        raise st.bad_request(f'no kind "{kind}" is registered for version "{version}" in scheme '
+                             '"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28"')
     grace = int_param(q, "gracePeriodSeconds")
     if grace is None and body.get("gracePeriodSeconds") is not None:
         grace = body["gracePeriodSeconds"]

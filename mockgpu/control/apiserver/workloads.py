@@ -101,7 +101,9 @@ def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
             spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
         set_default(spec, "completionMode", "NonIndexed")
         set_default(spec, "suspend", False)
-        set_default(spec, "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+        # SetDefaults_Job: Failed whenever a podFailurePolicy is set, even an empty one
+        set_default(spec, "podReplacementPolicy",
+                    "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed")
         if "manualSelector" in spec and spec["manualSelector"] is None:
             del spec["manualSelector"]
     return obj
