@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf
+from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf, registry
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj
 
 NOT_FOUND = "the server could not find the requested resource"
@@ -37,17 +37,17 @@ def not_found_path() -> st.StatusError:
 class Target:
     """What a resource URL names."""
 
-    info: ResourceInfo
+    info: Kind
     namespace: str | None  # None: all namespaces, or a cluster-scoped resource
     name: str | None
     sub: str | None
     watch: bool  # the legacy /watch/ prefix
 
 
-def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = None) -> Target:
+def parse_path(parts: list[str], resources: dict[str, Kind] | None = None) -> Target:
     """``parts`` after ``/api/v1`` (or ``/apis/<group>/<version>`` with that group's ``resources``); a 404
     Status for anything that is not a served resource."""
-    resources = RESOURCES if resources is None else resources
+    resources = (registry.served("v1") or {}) if resources is None else resources
     watch = bool(parts) and parts[0] == "watch"
     if watch:
         parts = parts[1:]
@@ -133,7 +133,7 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``)."""
     ctype = content_type.split(";")[0].strip().lower() or JSON
     if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw)
+        return protobuf.decode(raw, registry.protobuf_message)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
