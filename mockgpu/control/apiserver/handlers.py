@@ -22,7 +22,6 @@ from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
@@ -106,11 +105,11 @@ class ResourceAPI:
             meta.pop("resourceVersion", None)  # upstream: a dry-run create has no version
             return obj
         obj = self.store.create(info.plural, _ordered(obj))
-        if info.plural == "namespaces":
-            self._namespace_defaults(name)
+        if info.lifecycle is not None and info.lifecycle.created is not None:
+            info.lifecycle.created(self, name)
         return obj
 
-    def _namespace_defaults(self, ns: str) -> None:
+    def populate_namespace(self, ns: str) -> None:
         """What kube-controller-manager puts in every namespace: the ``default`` ServiceAccount
         (serviceaccount-controller) and the ``kube-root-ca.crt`` ConfigMap (root-ca-certificate-publisher)."""
         if self.store.get("serviceaccounts", ns, "default") is None:
@@ -205,8 +204,9 @@ class ResourceAPI:
             raise st.conflict(info.plural, name, info.group, f"Precondition failed: ResourceVersion in "
                               f"precondition: {opts.resource_version}, ResourceVersion in object meta: "
                               f"{meta.get('resourceVersion')}")
-        if info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
-            raise st.forbidden(resource="namespaces", name=name, reason="this namespace may not be deleted")
+        lifecycle = info.lifecycle
+        if lifecycle is not None and name in lifecycle.immortal:
+            raise st.forbidden(resource=info.plural, name=name, reason=f"this {info.singular} may not be deleted")
         grace = self._grace(info, old, opts)
         policy = opts.propagation or info.gc_policy
         if info.gc_policy is not None and policy in _GC_FINALIZER:
@@ -214,8 +214,8 @@ class ResourceAPI:
         if grace == 0 and not meta.get("finalizers"):
             if opts.dry_run:
                 return old, True
-            if info.plural == "namespaces":
-                self._delete_namespace_contents(name)
+            if lifecycle is not None and lifecycle.removing is not None:
+                lifecycle.removing(self, name)
             return self.store.delete(info.plural, old), True
         current = meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current is not None and current <= grace:
@@ -224,8 +224,8 @@ class ResourceAPI:
         new["metadata"]["deletionTimestamp"] = meta.get("deletionTimestamp") if current == grace else \
             now_rfc3339(grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
-        if info.plural == "namespaces":
-            new.setdefault("status", {})["phase"] = "Terminating"
+        if lifecycle is not None and lifecycle.terminating is not None:
+            lifecycle.terminating(new)
         if opts.dry_run:
             return new, False
         return self.store.update(info.plural, new, old), False
@@ -247,7 +247,7 @@ class ResourceAPI:
         """Upstream CheckGracefulDelete: the kind's rule (pods), else 0 (deleted at once)."""
         return info.grace_period(obj, opts.grace_period) if info.grace_period is not None else 0
 
-    def _delete_namespace_contents(self, ns: str) -> None:
+    def delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
         for plural in registry.stored_plurals():
             for obj in list(self.store.list(plural, ns)):

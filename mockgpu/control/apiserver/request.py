@@ -62,8 +62,6 @@ def parse_path(parts: list[str], resources: dict[str, Kind] | None = None) -> Ta
     sub = rest[2] if len(rest) > 2 else None
     if sub is not None and sub not in {s.name for s in info.subresources}:
         raise not_found_path()
-    if info.plural == "namespaces" and name is not None:
-        ns = None
     if name is not None and names.path_segment_name(name, False):  # '.', '..', '%' (store.go NamespaceKeyFunc)
         raise st.bad_request(f"Name parameter invalid: {json.dumps(name)}: "
                              + ";".join(names.path_segment_name(name, False)))

@@ -19,6 +19,7 @@ from mockgpu.control.apiserver.registry.kind import (
     NO_COLLECTION,
     STATUS,
     Kind,
+    Lifecycle,
     Obj,
     Subresource,
     field_path,
@@ -117,9 +118,21 @@ NODE = Kind("nodes", "node", "Node", False, ALL, ("no",), (), (Subresource("stat
 
 # ---- namespaces (pkg/registry/core/namespace) ------------------------------------------------------------------
 
+def _terminating(ns: Obj) -> None:
+    ns.setdefault("status", {})["phase"] = "Terminating"
+
+
+#: what every namespace holds and gives up with it (kube-controller-manager's serviceaccount and root-ca publisher
+#: controllers, and its namespace controller, simplified: the contents go at once), and the namespaces that
+#: NamespaceLifecycle admission keeps
+NAMESPACE_LIFECYCLE = Lifecycle(immortal=("default", "kube-system", "kube-public"),
+                                created=lambda api, name: api.populate_namespace(name),
+                                terminating=_terminating,
+                                removing=lambda api, name: api.delete_namespace_contents(name))
+
 NAMESPACE = Kind("namespaces", "namespace", "Namespace", False, NO_COLLECTION, ("ns",), (),
                  (Subresource("status", "Namespace", STATUS),),
-                 name_rule=names.name_is_dns_label,
+                 name_rule=names.name_is_dns_label, lifecycle=NAMESPACE_LIFECYCLE,
                  prepare=lambda obj, old, subresource: defaults.default_namespace(obj), returns_deleted=True,
                  printer=printers.NAMESPACE, field_labels={**CLUSTER_FIELDS, "status.phase": field_path("status",
                                                                                                         "phase")},

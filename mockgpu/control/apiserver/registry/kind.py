@@ -79,6 +79,18 @@ class View:
 
 
 @dataclass(frozen=True)
+class Lifecycle:
+    """What a kind's storage does around create and delete beyond the generic store (upstream: the Namespace
+    storage, the NamespaceLifecycle admission plugin and kube-controller-manager's namespace controllers).
+    ``api`` is the server's verbs (``handlers.ResourceAPI``)."""
+
+    immortal: tuple[str, ...] = ()  # names that may not be deleted (403)
+    created: Callable[[Any, str], None] | None = None  # (api, name): after the object is stored
+    terminating: Callable[[Obj], None] | None = None  # marks an object whose deletion has begun
+    removing: Callable[[Any, str], None] | None = None  # (api, name): before the object itself goes
+
+
+@dataclass(frozen=True)
 class Kind:
     """One served kind (see the module docstring); the hooks are None where the kind has no such rule."""
 
@@ -108,6 +120,7 @@ class Kind:
     gc_policy: str | None = None  # default propagation of an owner kind (the garbage collector's)
     returns_deleted: bool = False  # DELETE answers with the object, not a Status (ReturnDeletedObject)
     grace_period: Callable[[Obj, int | None], int] | None = None  # (obj, requested): graceful deletion
+    lifecycle: Lifecycle | None = None
     # reading
     printer: Printer | None = None
     field_labels: FieldLabels = field(default_factory=lambda: META_FIELDS)
