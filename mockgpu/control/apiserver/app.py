@@ -199,7 +199,7 @@ class APIApp:
 
     async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
         ns = t.namespace or ""
-        if t.sub in ("binding", "eviction") or t.info.plural == "bindings":
+        if t.sub in ("binding", "eviction") or t.info.route_to is not None:
             if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
                 raise st.bad_request("the object provided is unrecognized (must be an object)")
             given = (body.get("metadata") or {}).get("name")

@@ -155,7 +155,9 @@ CONFIGMAP = Kind("configmaps", "configmap", "ConfigMap", True, ALL, ("cm",),
                  model="V1ConfigMap", protobuf=protobuf.CONFIG_MAP)
 SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", True, ALL, ("sa",),
                       printer=printers.SERVICEACCOUNT, model="V1ServiceAccount", protobuf=protobuf.SERVICE_ACCOUNT)
-BINDING = Kind("bindings", "binding", "Binding", True, ("create",), stored=False, name_rule=names.path_segment_name,
+# the legacy ``bindings`` resource: POST binds the pod it names, as ``pods/<name>/binding`` does (BindingREST)
+BINDING = Kind("bindings", "binding", "Binding", True, ("create",), stored=False, route_to=("pods", "binding"),
+               name_rule=names.path_segment_name,
                validate=on_every_write(corevalidation.validate_binding), model="V1Binding")
 # read-only: only the ``kubernetes`` Service of ``default`` exists (see ``services``)
 SERVICE = Kind("services", "service", "Service", True, ("get", "list", "watch"), ("svc",), ("all",),

@@ -107,6 +107,7 @@ class Kind:
     # storage: False for what is never kept under the plural (bindings, the self-reviews)
     stored: bool = True
     view: View | None = None
+    route_to: tuple[str, str] | None = None  # (plural, subresource): another URL for that subresource's action
     # the strategy
     name_rule: Callable[[str, bool], list[str]] = names.name_is_dns_subdomain
     prepare: Callable[[Obj, Obj | None, str], Obj] | None = None  # (obj, old, subresource): defaults, Prepare*
