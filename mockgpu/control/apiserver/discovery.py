@@ -97,8 +97,8 @@ def _aggregated_resource(info: Kind) -> dict[str, Any]:
         entry["shortNames"] = list(info.short_names)
     if info.categories:
         entry["categories"] = list(info.categories)
-    subs = [{"subresource": s.name, "responseKind": {"group": s.group or info.group, "version": s.version or "v1",
-                                                     "kind": s.kind},
+    subs = [{"subresource": s.name,
+             "responseKind": {"group": s.group or info.group, "version": s.version or info.version, "kind": s.kind},
              "verbs": list(s.verbs)} for s in info.subresources]
     if subs:
         entry["subresources"] = subs

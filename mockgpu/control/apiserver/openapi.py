@@ -43,7 +43,7 @@ def openapi_v3_document(group_version: str) -> dict[str, Any]:
     for plural, info in resources.items():
         if "get" not in info.verbs:
             continue
-        gvk = {"group": info.group, "version": "v1", "kind": info.kind}
+        gvk = {"group": info.group, "version": info.version, "kind": info.kind}
         ops: dict[str, Any] = {}
         for verb in ("get", "patch"):  # kubectl explain finds a kind by its path; apply reads fieldValidation
             if verb in info.verbs:

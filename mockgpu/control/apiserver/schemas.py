@@ -109,7 +109,7 @@ def component_schemas(group_version: str = "v1") -> dict[str, Any]:
         return _SCHEMAS_CACHE[group_version]
     from kubernetes.client import models
     kinds = registry.models(group_version)
-    group = group_version.rpartition("/")[0]
+    group, _, version = group_version.rpartition("/")
     todo = list(kinds.values())
     out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
         "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
@@ -138,7 +138,7 @@ def component_schemas(group_version: str = "v1") -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
         kind = next((k for k, py in kinds.items() if py == name), None)
         if kind:
-            schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": "v1"}]
+            schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
         out[schema_name(name)] = schema
     _SCHEMAS_CACHE[group_version] = out
     return out
