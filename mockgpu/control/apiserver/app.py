@@ -11,6 +11,8 @@ or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get).
 from __future__ import annotations
 
 import asyncio
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.patch import apply_patch
-from mockgpu.control.apiserver.podlogs import serve_log
+from mockgpu.control.apiserver.podlogs import log_options, serve_log
 from mockgpu.control.apiserver.registry.core import POD
 from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.request import (
@@ -38,6 +40,7 @@ from mockgpu.control.apiserver.request import (
     JSON,
     PATCH_TYPES,
     Target,
+    check_accept,
     check_namespace_segment,
     check_type_meta_types,
     decode_continue,
@@ -58,6 +61,11 @@ from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.tables import to_table
 from mockgpu.control.apiserver.validation import default_and_validate
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
+
+#: a ``%`` not followed by two hex digits (Go's ``url.unescape``: "invalid URL escape")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: paths kube-apiserver's NonGoRestfulMux serves for any method (the index, /apis, health checks)
+_ANY_METHOD = frozenset({"/", "/apis", "/healthz", "/readyz", "/livez"})
 
 
 class APIApp:
@@ -82,9 +90,14 @@ class APIApp:
     # ---- routing -----------------------------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        if _STRAY_PERCENT.search(request.raw_path.partition("?")[0]):
+            # Go's url.ParseRequestURI refuses an escape that is not %XX: net/http answers before any handler
+            return web.Response(status=400, text="400 Bad Request", headers={"Connection": "close"})
         path = request.path.rstrip("/") or "/"
         accept = request.headers.get("Accept", "")
-        if request.method == "GET":
+        # kube-apiserver's non-REST handlers (the index, discovery of /apis and its groups, health checks)
+        # answer whatever the method; the REST routes below check theirs
+        if request.method == "GET" or path in _ANY_METHOD or (path.startswith("/apis/") and path.count("/") == 2):
             simple = self._simple_get(path, accept)
             if simple is not None:
                 return simple
@@ -101,6 +114,8 @@ class APIApp:
     def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
+        if path == "/":
+            return json_response({"paths": discovery.root_paths()})
         if path == "/version":
             return json_response(discovery.version_info())
         if path == "/api":
@@ -143,7 +158,15 @@ class APIApp:
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, q = request.method, request.query
+        if t.sub in t.info.connect:
+            return self._connect(request, t)
         verb = verb_of(method, t, q)
+        if t.namespace == "":  # /namespaces//<plural>: upstream lists every namespace, and refuses the rest
+            if verb not in ("list", "watch"):
+                raise st.bad_request("Namespace parameter required.")
+            t = replace(t, namespace=None)
+        if t.sub != "log":  # a log is text/plain whatever the Accept
+            check_accept(request.headers.get("Accept", ""))
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):
@@ -161,10 +184,12 @@ class APIApp:
         if t.sub == "scale":
             return await self._scale(request, t, verb)
         if verb == "get":
+            # PodLogOptions are decoded and validated before the pod is looked up (upstream's LogREST.Get)
+            log_opts = log_options(q, t.name or "") if t.sub == "log" else None
             obj = self.api.get(t.info, ns, t.name or "")
-            if t.sub == "log":
+            if log_opts is not None:
                 return await serve_log(request, self.state_dir, obj,
-                                       lambda: self.store.get("pods", ns, t.name or ""))
+                                       lambda: self.store.get("pods", ns, t.name or ""), log_opts)
             return self._object_response(request, t.info, obj)
         dry_run = dry_run_of(q.getall("dryRun", []), verb)
         strict = verb in ("create", "update", "patch") and fieldvalidation.directive(q, verb) == "Strict"
@@ -189,10 +214,21 @@ class APIApp:
             return await self._delete_collection(request, t)
         raise st.method_not_allowed(method, t.info.kind)
 
+    def _connect(self, request: web.Request, t: Target) -> web.StreamResponse:
+        """``pods/exec``, ``attach``, ``portforward`` and ``proxy``: upstream's connect subresources take GET and
+        POST (a streaming upgrade) and answer every other method 405. The embedded kubelets serve no streams:
+        an existing pod's GET/POST is a 400 as upstream's for a request without an upgrade."""
+        if request.method not in ("GET", "POST"):
+            raise st.method_not_allowed()
+        self.api.get(t.info, t.namespace or "", t.name or "")  # 404 for a pod that does not exist
+        raise st.bad_request("Upgrade request required")
+
     async def _body(self, request: web.Request, kind: str | None) -> Any:
         body = await read_body(request, kind=kind)
         if request.method != "PATCH":
             check_type_meta_types(body)
+            if body is None and kind is not None:  # JSON null: Go decodes it into the empty object
+                body = {}
         return body
 
     # ---- verbs -------------------------------------------------------------------------------------------
@@ -244,6 +280,14 @@ class APIApp:
         current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
         check_type_meta_types(patched)
+        if isinstance(patched, dict) and patched.get("kind", current.get("kind")) != current.get("kind"):
+            if ctype == "application/strategic-merge-patch+json":
+                # upstream converts the patched map into the typed object, whose kind the URL fixed: ignored
+                patched["kind"] = current.get("kind")
+            else:  # the patched JSON is decoded into the URL's type: a 422 on the patch (patch.go)
+                version = "/".join(filter(None, (t.info.group, t.info.version)))
+                raise fieldvalidation.patch_invalid(patched, body, ctype, (
+                    f'{patched["kind"]} in version "{version}" cannot be handled as a {t.info.kind}'))
         fieldvalidation.check_patched(t.info.group, t.info.kind, patched, body, ctype, strict)
         new = self._stored_form(t.info, patched, strict)
         self._check_event_update(t.info, ns, name, new)

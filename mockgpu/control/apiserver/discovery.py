@@ -24,6 +24,13 @@ served = registry.served
 stored_plurals = registry.stored_plurals
 
 
+def root_paths() -> list[str]:
+    """``GET /`` (kube-apiserver's index, ``RootPaths``): every path the server registers, sorted."""
+    groups = {gv.split("/")[0] for gv in GROUP_RESOURCES}
+    return sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2",
+                   "/openapi/v3", *(f"/apis/{g}" for g in groups), *(f"/apis/{gv}" for gv in GROUP_RESOURCES)})
+
+
 def version_info(platform: str = "linux/amd64") -> dict[str, str]:
     """``GET /version`` (``version.Info``)."""
     return {"major": KUBE_MAJOR, "minor": KUBE_MINOR, "gitVersion": GIT_VERSION,

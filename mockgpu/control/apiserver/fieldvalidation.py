@@ -21,7 +21,7 @@ checked (:func:`schema_of` returns None). Not stored, so not checked here: the a
 (``access.answer`` reads them), ``Scale`` and ``Eviction`` bodies (``app`` checks the fields it reads).
 
 Simplified against upstream: free-form fields (``object`` that is not an IntOrString: ``RawExtension``, opaque
-driver parameters) are stored as sent, unchecked; ``[]byte`` fields are checked to be strings, not for base64;
+driver parameters) are stored as sent, unchecked; ``[]byte`` fields must be standard base64 as Go decodes it;
 Go names a number it could not fit by its literal text, here by Python's (``1e3`` reads as ``1000.0``); duplicate
 keys are found in JSON bodies (YAML ones keep the last value silently); the strict errors of an object are listed
 duplicates first, then unknown fields, each in document order (Go interleaves them). Protobuf bodies
@@ -377,6 +377,42 @@ class _Mismatch(Exception):
         return f"unrecognized type: {self.kind}"
 
 
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def base64_error_at(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` finds ``text`` corrupt (``CorruptInputError``: the offset it reports),
+    or None when it decodes. As ``decodeQuantum``: CR and LF are skipped, a character outside the alphabet is
+    reported where it stands, ``=`` only closes a quantum of two or three characters, nothing may follow the
+    padding, and a last quantum cut short is reported where it began."""
+    i, n = 0, len(text)
+    while i < n:
+        start, j = i, 0
+        while j < 4:
+            if i == n:
+                return None if j == 0 else start
+            ch = text[i]
+            i += 1
+            if ch in "\r\n":
+                continue
+            if ch in _B64_ALPHABET:
+                j += 1
+                continue
+            if ch != "=" or j < 2:
+                return i - 1
+            # padding: "xx==" or "xxx="
+            while i < n and text[i] in "\r\n":
+                i += 1
+            if j == 2:  # "==" expected: not enough padding is reported at the end, a wrong one at its first "="
+                if i == n or text[i] != "=":
+                    return n if i == n else i - 1
+                i += 1
+                while i < n and text[i] in "\r\n":
+                    i += 1
+            return i if i < n else None
+    return None
+
+
 def _mismatch(value: Any, owner: str, epath: str, go: str, kind: str = "", custom: bool = False) -> _Mismatch:
     return _Mismatch(value, owner, epath, go, kind or go, custom)
 
@@ -390,6 +426,10 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
     elif kind == STRING or kind == BYTES:
         if not isinstance(value, str):
             raise _mismatch(value, owner, epath, node.go, kind)
+        if kind == BYTES:  # encoding/json decodes []byte from standard base64
+            at = base64_error_at(value)
+            if at is not None:
+                raise DecodeError(f"illegal base64 data at input byte {at}")
     elif kind == LIST:
         if not isinstance(value, list):
             raise _mismatch(value, owner, epath, node.go, LIST)
@@ -482,14 +522,15 @@ def check_patched(group: str, kind: str, patched: Any, patch: Any, content_type:
     try:
         problems += check(group, kind, patched, converter=content_type == _SMP) if isinstance(patched, dict) else []
     except DecodeError as exc:
-        raise _patch_invalid(patched, patch, content_type, str(exc)) from None
+        raise patch_invalid(patched, patch, content_type, str(exc)) from None
     if problems:
         if strict:
-            raise _patch_invalid(patched, patch, content_type, strict_error(problems))
+            raise patch_invalid(patched, patch, content_type, strict_error(problems))
         warn(problems)
 
 
-def _patch_invalid(patched: Any, patch: Any, content_type: str, detail: str) -> st.StatusError:
+def patch_invalid(patched: Any, patch: Any, content_type: str, detail: str) -> st.StatusError:
+    """upstream's 422 on a patch whose result does not decode: ``patch: Invalid value: <shown>: <detail>``."""
     if content_type == _SMP:
         shown = _go_print(patch)
     else:  # the patched document as stored (upstream prints it in the Go structs' field order, with managedFields)

@@ -176,6 +176,18 @@ def _add(doc: Any, path: str, value: Any, op: str, replace: bool = False) -> Any
     return doc
 
 
+def _copy_source(doc: Any, path: Any) -> Any:
+    """What a ``copy`` duplicates. As evanphx/json-patch v4 (``gopkg.in/evanphx/json-patch.v4``, which
+    kube-apiserver uses): the parent of ``from`` must exist, but a missing key in an object reads as null (its
+    ``partialDoc.get`` returns nil without an error), so copying from nowhere adds a null."""
+    parts = _pointer(path)
+    if parts:
+        parent, key = _parent(doc, parts, "copy", path)
+        if isinstance(parent, dict):
+            return parent.get(key)
+    return _get(doc, path, "copy")
+
+
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """RFC 6902 on a copy of ``obj``; a malformed patch is 400, one that does not apply 422."""
     if not isinstance(ops, list):
@@ -188,12 +200,15 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     doc: Any = copy.deepcopy(obj)
     copied = 0  # bytes duplicated by copy operations (jsonpatch.AccumulatedCopySizeLimit)
     for op in ops:
+        if op is None:  # decodes as an empty operation, whose kind evanphx/json-patch reads as "unknown"
+            op = {}
         if not isinstance(op, dict):
             raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op)} into Go value of type "
                               "handlers.jsonPatchOp")
-        if not isinstance(op.get("op"), str):
-            raise bad_request(f"invalid operation {json.dumps(op)}: missing op")
-        kind, path = op["op"], op.get("path")
+        if op.get("op") is not None and not isinstance(op["op"], str):
+            raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op['op'])} into Go struct field "
+                              "jsonPatchOp.op of type string")
+        kind, path = op.get("op") or "unknown", op.get("path")
         if kind in ("add", "replace", "test") and "value" not in op:
             raise invalid_patch(f"{kind} operation does not apply: missing value")
         if kind in ("add", "replace", "test", "move") and limits.exceeds_depth(
@@ -209,7 +224,7 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         elif kind == "move":
             doc = _add(doc, path, _remove(doc, op.get("from"), "move"), "move")
         elif kind == "copy":
-            value = _get(doc, op.get("from"), "copy")
+            value = _copy_source(doc, op.get("from"))
             copied += limits.encoded_size(value)
             if copied > limits.JSON_PATCH_MAX_COPY_BYTES:
                 raise invalid_patch(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
@@ -220,8 +235,8 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         elif kind == "test":
             if _get(doc, path, "test") != op["value"]:
                 raise invalid_patch(f"testing value {path} failed: test failed")
-        else:
-            raise bad_request(f"Unexpected kind: {kind}")
+        else:  # Apply's error, which upstream answers 422 like any other (patch.go applyJSPatch)
+            raise invalid_patch(f"Unexpected kind: {kind}")
     if not isinstance(doc, dict):
         raise invalid_patch("the patched object is not a JSON object")
     if limits.exceeds_depth(doc):  # moves and adds can nest values deeper than any body was

@@ -52,15 +52,15 @@ def parse_path(parts: list[str], resources: dict[str, Kind] | None = None) -> Ta
     if watch:
         parts = parts[1:]
     if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in resources and resources[parts[2]].namespaced:
-        ns, rest = parts[1], parts[2:]
+        ns, rest = parts[1], parts[2:]  # '' for /namespaces//<plural>: the caller answers as upstream does
     else:
         ns, rest = None, parts
-    if not rest or rest[0] not in resources or len(rest) > 3 or any(p == "" for p in parts):
+    if not rest or rest[0] not in resources or len(rest) > 3 or any(p == "" for p in rest):
         raise not_found_path()
     info = resources[rest[0]]
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else None
-    if sub is not None and sub not in {s.name for s in info.subresources}:
+    if sub is not None and sub not in {s.name for s in info.subresources} and sub not in info.connect:
         raise not_found_path()
     if name is not None and names.path_segment_name(name, False):  # '.', '..', '%' (store.go NamespaceKeyFunc)
         raise st.bad_request(f"Name parameter invalid: {json.dumps(name)}: "
@@ -125,11 +125,69 @@ async def read_body(request: web.Request, empty: Any = None, kind: str | None = 
     return await asyncio.to_thread(decode_body, raw, ctype, kind)
 
 
+#: Go's ``mime`` token and quoted-string, for :func:`media_type`
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_MEDIA_TYPE = re.compile(rf"\s*({_TOKEN}/{_TOKEN})\s*")
+_MEDIA_PARAMS = re.compile(rf'(?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|"(?:[^"\\]|\\.)*"))*\s*(?:;\s*)?')
+
+
+def media_type(content_type: str) -> str | None:
+    """The media type of a Content-Type header, lower-cased, as Go's ``mime.ParseMediaType`` reads it; None when
+    the header does not parse (no ``type/subtype``, or a malformed parameter list such as ``;;;``: Go's
+    ``ErrInvalidMediaParameter``; one trailing ``;`` is allowed), which upstream answers with 415."""
+    head, sep, params = content_type.partition(";")
+    match = _MEDIA_TYPE.fullmatch(head)
+    if match is None or (sep and not _MEDIA_PARAMS.fullmatch(sep + params)):
+        return None
+    return match.group(1).lower()
+
+
+#: what a resource endpoint can answer (``runtime.SerializerInfo`` of kube-apiserver's codec factory)
+_SERVED_MEDIA = frozenset({JSON, "application/yaml", protobuf.CONTENT_TYPE})
+#: ``as=`` targets a resource endpoint converts to (``negotiation.go`` ``acceptMediaTypeOptions``)
+_AS_TARGETS = frozenset({"Table", "PartialObjectMetadata", "PartialObjectMetadataList"})
+
+
+def _acceptable(clause: str) -> bool:
+    kind, *raw = (p.strip() for p in clause.split(";"))
+    params = dict(p.split("=", 1) for p in raw if "=" in p)
+    kind = kind.lower()
+    if params.get("q", "").strip() in ("0", "0.0", "0.00", "0.000"):
+        return False
+    if kind not in ("*/*", "application/*") and kind not in _SERVED_MEDIA:
+        return False
+    if params.get("stream", "watch") != "watch":
+        return False
+    if "as" in params:
+        return (params["as"] in _AS_TARGETS and params.get("g") == "meta.k8s.io"
+                and params.get("v") in ("v1", "v1beta1"))
+    return "g" not in params and "v" not in params
+
+
+def check_accept(accept: str) -> None:
+    """Content negotiation as upstream's ``NegotiateOutputMediaType``: an empty Accept means JSON; otherwise one
+    clause must name a served media type (or a wildcard) with parameters the endpoint understands (``as=Table;
+    g=meta.k8s.io;v=v1`` and the like); when none does, 406 NotAcceptable (e.g. ``text/html``,
+    ``application/xml``, ``as=Bogus``)."""
+    if accept.strip() and not any(_acceptable(c) for c in accept.split(",") if c.strip()):
+        raise st.not_acceptable(", ".join(sorted(_SERVED_MEDIA)))
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats. Bounded
     as upstream bounds it (``limits``: nesting depth, YAML aliases, the size of a YAML body's JSON form). With
-    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``)."""
-    ctype = content_type.split(";")[0].strip().lower() or JSON
+    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``).
+
+    Bytes as Go's decoder takes them: invalid UTF-8 inside a JSON string becomes U+FFFD (``encoding/json``),
+    a UTF-8 byte-order mark is not JSON (``invalid character 'ï'``), and a YAML body's first document is read
+    with unknown tags ignored (goyaml; ``limits.load_yaml``)."""
+    parsed = media_type(content_type) if content_type.strip() else JSON
+    if parsed is None:
+        raise st.unsupported_media_type(content_type)
+    ctype = parsed
     if ctype == protobuf.CONTENT_TYPE:
         return protobuf.decode(raw, registry.protobuf_message)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
@@ -142,7 +200,9 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
-        return limits.load_json(raw, fieldvalidation.object_pairs)
+        if raw.startswith(_BOM):
+            raise ValueError("invalid character 'ï' looking for beginning of value")
+        return limits.load_json(raw.decode("utf-8", "replace"), fieldvalidation.object_pairs)
     except (ValueError, UnicodeDecodeError) as exc:
         base = f"couldn't get version/kind; json parse error: {exc}"
         raise (st.bad_request(base) if kind is None else unrecognized(kind, base, raw)) from None

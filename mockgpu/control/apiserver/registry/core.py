@@ -89,7 +89,8 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
     Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
     Subresource("log", "Pod", ("get",)),
     Subresource("status", "Pod", STATUS),
-), prepare=prepare_pod, validate=validate_pod, quantities=lambda o: container_quantities(o.get("spec") or {}),
+), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
+    prepare=prepare_pod, validate=validate_pod, quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,
     model="V1Pod")
 

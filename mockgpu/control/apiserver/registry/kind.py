@@ -102,6 +102,7 @@ class Kind:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[Subresource, ...] = ()
+    connect: tuple[str, ...] = ()  # connect subresources (streams: GET/POST only; not listed by discovery here)
     group: str = ""
     version: str = "v1"
     # storage: False for what is never kept under the plural (bindings, the self-reviews)
