@@ -55,8 +55,6 @@ from mockgpu.control.apiserver.status import (
     field_too_long,
 )
 
-GROUP = "resource.k8s.io"
-API_VERSION = f"{GROUP}/v1"
 # limits of k8s.io/api/resource/v1/types.go
 REQUESTS_MAX = 32  # DeviceRequestsMaxSize = AllocationResultsMaxSize
 CONSTRAINTS_MAX = 32

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.registry import (
     apps,
     authentication,
@@ -62,7 +63,7 @@ def lookup(name: str) -> Kind | None:
     return None
 
 
-def protobuf_message(kind: str) -> dict | None:  # type: ignore[type-arg]
+def protobuf_message(kind: str) -> Message | None:
     """The protobuf message of ``kind`` (kubectl's typed commands), or None when it is not decoded."""
     return next((k.protobuf for k in KINDS if k.kind == kind and k.protobuf is not None), None)
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mockgpu.control.apiserver import names
+from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.status import FieldError
 
 Obj = dict[str, Any]
@@ -127,7 +128,7 @@ class Kind:
     printer: Printer | None = None
     field_labels: FieldLabels = field(default_factory=lambda: META_FIELDS)
     model: str | None = None  # the official client's model: OpenAPI schema, kubectl explain, decoding
-    protobuf: dict[int, tuple[str, Any]] | None = None  # the message kubectl's typed commands send
+    protobuf: Message | None = None  # the message kubectl's typed commands send
 
     @property
     def list_kind(self) -> str:
