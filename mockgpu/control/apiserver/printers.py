@@ -515,6 +515,7 @@ def named(cells: Callable[[dict[str, Any]], list[Any]]) -> Callable[[dict[str, A
     return row
 
 
+#: (column definitions, row function): a kind's Table printer
 Printer = tuple[list[dict[str, Any]], Callable[[dict[str, Any], datetime], dict[str, Any]]]
 
 # ---- one printer per kind (the kinds' records name them) -------------------------------------------------------

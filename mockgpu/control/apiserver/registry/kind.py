@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from mockgpu.control.apiserver import names
+from mockgpu.control.apiserver.printers import Printer
 from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.status import FieldError
 
@@ -26,8 +26,6 @@ ALL = ("create", "delete", "deletecollection", "get", "list", "patch", "update",
 NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
 STATUS = ("get", "patch", "update")
 
-#: (column definitions, row function): a kind's Table printer
-Printer = tuple[list[dict[str, Any]], Callable[[Obj, datetime], dict[str, Any]]]
 FieldLabels = Mapping[str, Callable[[Obj], str]]
 
 
