@@ -1,7 +1,7 @@
 """The HTTP face of the API server: kube-apiserver's URL layout, verbs, content types and responses.
 
 Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``, the same under
-``/apis/<group>/<version>`` for the named groups of ``discovery.GROUP_RESOURCES``, plus discovery
+``/apis/<group>/<version>`` for the named groups of ``registry``, plus discovery
 (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, ``/version``), ``/openapi/v3`` and health
 checks. Request bodies may be JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON,
 or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get). Reading requests is
@@ -19,24 +19,23 @@ from typing import Any
 from aiohttp import web
 
 from mockgpu.control.apiserver import (
-    access,
     discovery,
-    eventsv1,
     fieldvalidation,
     limits,
     listoptions,
     openapi,
     protobuf,
+    registry,
     workloads,
 )
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.patch import apply_patch
 from mockgpu.control.apiserver.podlogs import log_options, serve_log
+from mockgpu.control.apiserver.registry.core import POD
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.request import (
-    CONNECT_SUBRESOURCES,
     INCONSISTENT_CONTINUE,
     JSON,
     PATCH_TYPES,
@@ -57,7 +56,7 @@ from mockgpu.control.apiserver.request import (
     verb_of,
     wants_table,
 )
-from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
+from mockgpu.control.apiserver.selectors import field_selector, parse_label_selector
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.tables import to_table
 from mockgpu.control.apiserver.validation import default_and_validate
@@ -108,8 +107,8 @@ class APIApp:
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
         parts = path.split("/")[2:]  # /apis/<group>/<version>/...
-        if path.startswith("/apis/") and len(parts) > 2 and discovery.served("/".join(parts[:2])):
-            return await self._resource(request, parse_path(parts[2:], discovery.served("/".join(parts[:2]))))
+        if path.startswith("/apis/") and len(parts) > 2 and registry.served("/".join(parts[:2])):
+            return await self._resource(request, parse_path(parts[2:], registry.served("/".join(parts[:2]))))
         raise not_found_path()
 
     def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
@@ -159,7 +158,7 @@ class APIApp:
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, q = request.method, request.query
-        if t.sub in CONNECT_SUBRESOURCES:
+        if t.sub in t.info.connect:
             return self._connect(request, t)
         verb = verb_of(method, t, q)
         if t.namespace == "":  # /namespaces//<plural>: upstream lists every namespace, and refuses the rest
@@ -243,7 +242,7 @@ class APIApp:
 
     async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
         ns = t.namespace or ""
-        if t.sub in ("binding", "eviction") or t.info.plural == "bindings":
+        if t.sub in ("binding", "eviction") or t.info.route_to is not None:
             if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
                 raise st.bad_request("the object provided is unrecognized (must be an object)")
             given = (body.get("metadata") or {}).get("name")
@@ -258,7 +257,7 @@ class APIApp:
                     raise st.bad_request("json: cannot unmarshal into Go struct field Eviction.deleteOptions of type "
                                          "v1.DeleteOptions")
                 if not dry_run:
-                    self.api.delete(RESOURCES["pods"], ns, name, delete_options(request.query, options))
+                    self.api.delete(POD, ns, name, delete_options(request.query, options))
             else:
                 binding = default_and_validate("Binding", {**body, "metadata": {**(body.get("metadata") or {}),
                                                                                 "name": name}},
@@ -268,15 +267,15 @@ class APIApp:
             return json_response(st.success_status(), 201)
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
-        if t.info.kind in access.REVIEW_KINDS:
-            return json_response(access.answer(t.info.kind, body), 201)
+        if t.info.review is not None:
+            return json_response(t.info.review(body), 201)
         if not isinstance(body, dict):
             raise st.bad_request("the object provided is unrecognized (must be an object)")
-        if t.info.group == "events.k8s.io":
-            errs = eventsv1.validate_create(body)
+        if t.info.view is not None:
+            errs = t.info.view.validate_create(body)
             if errs:
                 meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-                raise st.invalid("Event", meta.get("name") or meta.get("generateName") or "", errs, "events.k8s.io")
+                raise st.invalid(t.info.kind, meta.get("name") or meta.get("generateName") or "", errs, t.info.group)
         obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict)
         return self._object_response(request, t.info, obj, 201)
 
@@ -331,32 +330,31 @@ class APIApp:
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
         return json_response(workloads.to_scale(obj))
 
-    # ---- events.k8s.io: another view of the core events -------------------------------------------------
+    # ---- views: a kind served as another group's conversion of a stored kind (events.k8s.io Events) ------------
 
     @staticmethod
-    def present(info: ResourceInfo, obj: Obj) -> Obj:
-        """An object as ``info``'s group serves it (events.k8s.io converts the stored core/v1 Event)."""
-        return eventsv1.from_core(obj) if info.group == "events.k8s.io" else obj
+    def present(info: Kind, obj: Obj) -> Obj:
+        """An object as ``info``'s group serves it (a view converts the stored object)."""
+        return info.view.from_stored(obj) if info.view is not None else obj
 
-    def _check_event_update(self, info: ResourceInfo, ns: str, name: str, new: Any) -> None:
-        if info.group == "events.k8s.io" and isinstance(new, dict):
-            errs = eventsv1.validate_update(new, self.api.get(info, ns, name))
+    def _check_event_update(self, info: Kind, ns: str, name: str, new: Any) -> None:
+        if info.view is not None and isinstance(new, dict):
+            errs = info.view.validate_update(new, self.api.get(info, ns, name))
             if errs:
-                raise st.invalid("Event", name, errs, "events.k8s.io")
+                raise st.invalid(info.kind, name, errs, info.group)
 
     @staticmethod
-    def _stored_form(info: ResourceInfo, body: Any, strict: bool) -> Any:
-        if info.group != "events.k8s.io" or not isinstance(body, dict):
+    def _stored_form(info: Kind, body: Any, strict: bool) -> Any:
+        if info.view is None or not isinstance(body, dict):
             return body
         fieldvalidation.check_body(info.group, info.kind, body, strict)
-        return eventsv1.to_core(body)
+        return info.view.to_stored(body)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         body = await read_body(request, empty={})
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
-        if t.info.plural in ("pods", "namespaces") or t.info.group == "resource.k8s.io" or not removed:
-            # resource.k8s.io stores return the deleted object (upstream ``ReturnDeletedObject``)
+        if t.info.returns_deleted or not removed:
             return json_response(self.present(t.info, obj))
         meta = obj["metadata"]
         return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))
@@ -378,25 +376,24 @@ class APIApp:
 
     # ---- reads -------------------------------------------------------------------------------------------
 
-    def matcher(self, q: Any, info: ResourceInfo) -> Any:
+    def matcher(self, q: Any, info: Kind) -> Any:
         """A predicate for the request's labelSelector and fieldSelector (400 when malformed)."""
         labels = parse_label_selector(q.get("labelSelector", ""))
         text = q.get("fieldSelector", "")
-        if info.group == "events.k8s.io":
-            text = eventsv1.translate_field_selector(text)
-        fields = parse_field_selector(text, info.kind if info.group in ("", "events.k8s.io")  # core labels now
-                                      else f"{info.plural}.{info.group}")
+        if info.view is not None:
+            text = info.view.field_selector(text)
+        fields = field_selector(text, info.field_labels)
 
         def matches(obj: Obj) -> bool:
             return labels.matches(obj["metadata"].get("labels") or {}) and fields.matches(obj)
 
         return matches
 
-    def select(self, q: Any, info: ResourceInfo, ns: str | None) -> list[Obj]:
+    def select(self, q: Any, info: Kind, ns: str | None) -> list[Obj]:
         matches = self.matcher(q, info)
         return [o for o in self.store.list(info.plural, ns) if matches(o)]
 
-    def _list(self, request: web.Request, info: ResourceInfo, opts: listoptions.ListOptions,
+    def _list(self, request: web.Request, info: Kind, opts: listoptions.ListOptions,
               ns: str | None) -> web.Response:
         q = request.query
         rv = self._check_list_rv(q)
@@ -455,17 +452,17 @@ class APIApp:
             raise st.too_old_resource_version(wanted, rv)
         return rv
 
-    def table(self, info: ResourceInfo, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
+    def table(self, info: Kind, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
         # printers read the stored form (one Event printer serves both groups, as upstream's internal type does)
         out = to_table(info.plural, items, include_object=q.get("includeObject", "Metadata"))
-        if info.group == "events.k8s.io" and q.get("includeObject") == "Object":
+        if info.view is not None and q.get("includeObject") == "Object":
             for row, obj in zip(out["rows"], items, strict=True):
                 row["object"] = self.present(info, obj)
         if version != "v1":
             out["apiVersion"] = f"meta.k8s.io/{version}"
         return out
 
-    def _object_response(self, request: web.Request, info: ResourceInfo, obj: Obj, status: int = 200) -> web.Response:
+    def _object_response(self, request: web.Request, info: Kind, obj: Obj, status: int = 200) -> web.Response:
         table = wants_table(request.headers.get("Accept", ""))
         if table:
             out = self.table(info, [obj], request.query, table)

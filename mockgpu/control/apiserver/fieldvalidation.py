@@ -43,10 +43,11 @@ import yaml
 from aiohttp import web
 
 from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
-from mockgpu.control.apiserver import microtime
+from mockgpu.control.apiserver import microtime, registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import status_response
-from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, PY_KINDS, schema_name
+from mockgpu.control.apiserver.gojson import json_kind
+from mockgpu.control.apiserver.schemas import schema_name
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
 _SMP = "application/strategic-merge-patch+json"
@@ -280,9 +281,7 @@ def schema_of(group: str, kind: str) -> Node | None:
             # never at import time
             from kubernetes.client import models
 
-            model = PY_KINDS.get(kind) if group == "" else next(
-                (kinds[kind] for gv, kinds in GROUP_PY_KINDS.items() if gv.rpartition("/")[0] == group
-                 and kind in kinds), None)
+            model = registry.model_of(group, kind)
             _SCHEMAS[key] = _compile_model(model, _STRUCTS, models) if model else None
         return _SCHEMAS[key]
 
@@ -290,11 +289,9 @@ def schema_of(group: str, kind: str) -> Node | None:
 def compile_all() -> None:
     """Compile every served kind's schema (the server runs this in a worker thread as it starts, so that the
     first writes do not wait for the client's models to import)."""
-    for kind in PY_KINDS:
-        schema_of("", kind)
-    for gv, kinds in GROUP_PY_KINDS.items():
-        for kind in kinds:
-            schema_of(gv.rpartition("/")[0], kind)
+    for info in registry.KINDS:
+        if info.model:
+            schema_of(info.group, info.kind)
 
 
 # ---- the check --------------------------------------------------------------------------------------------------
@@ -350,14 +347,6 @@ def _zero(node: Node) -> Any:
     field that is null stays absent)."""
     return {STRING: "", BYTES: "", INT32: 0, INT64: 0, BOOL: False, FLOAT: 0, QUANTITY: "0", STRUCT: {},
             LIST: [], MAP: {}, INT_OR_STRING: 0}.get(node.kind)
-
-
-def json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return {str: "string", list: "array"}.get(type(value), "object")
 
 
 class _Mismatch(Exception):

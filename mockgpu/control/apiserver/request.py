@@ -15,20 +15,16 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf
+from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf, registry
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj
 
 NOT_FOUND = "the server could not find the requested resource"
 JSON = "application/json"
 PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json")
 TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})  # Go's strconv.ParseBool
-
-
-#: pod subresources served by upstream's connect handlers (streams through the kubelet: exec, attach, ...)
-CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 
 def not_found_path() -> st.StatusError:
@@ -41,17 +37,17 @@ def not_found_path() -> st.StatusError:
 class Target:
     """What a resource URL names."""
 
-    info: ResourceInfo
+    info: Kind
     namespace: str | None  # None: all namespaces, or a cluster-scoped resource
     name: str | None
     sub: str | None
     watch: bool  # the legacy /watch/ prefix
 
 
-def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = None) -> Target:
+def parse_path(parts: list[str], resources: dict[str, Kind] | None = None) -> Target:
     """``parts`` after ``/api/v1`` (or ``/apis/<group>/<version>`` with that group's ``resources``); a 404
     Status for anything that is not a served resource."""
-    resources = RESOURCES if resources is None else resources
+    resources = (registry.served("v1") or {}) if resources is None else resources
     watch = bool(parts) and parts[0] == "watch"
     if watch:
         parts = parts[1:]
@@ -64,11 +60,8 @@ def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = Non
     info = resources[rest[0]]
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else None
-    if sub is not None and sub not in {s.name for s in info.subresources} and not (
-            info.plural == "pods" and sub in CONNECT_SUBRESOURCES):
+    if sub is not None and sub not in {s.name for s in info.subresources} and sub not in info.connect:
         raise not_found_path()
-    if info.plural == "namespaces" and name is not None:
-        ns = None
     if name is not None and names.path_segment_name(name, False):  # '.', '..', '%' (store.go NamespaceKeyFunc)
         raise st.bad_request(f"Name parameter invalid: {json.dumps(name)}: "
                              + ";".join(names.path_segment_name(name, False)))
@@ -196,7 +189,7 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
         raise st.unsupported_media_type(content_type)
     ctype = parsed
     if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw)
+        return protobuf.decode(raw, registry.protobuf_message)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
