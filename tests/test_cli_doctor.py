@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mockgpu.cli import main
 from mockgpu.commands import doctor
-from mockgpu.control.kubelet import sandboxprobe
+from mockgpu.control.kubelet import sandbox, sandboxprobe
 
 SECCOMP_BWRAP = """#!/bin/sh
 case "$1" in --version) echo "bubblewrap 0.8.0"; exit 0;; --help) exit 0;; esac
@@ -51,6 +51,8 @@ def test_doctor_where_nothing_works_still_exits_0_and_says_why(tmp_path: Path, m
     monkeypatch.setattr(doctor, "GO_FALLBACK", str(tmp_path / "no-go"))
     monkeypatch.setattr(doctor, "CHROMIUM_PATH", str(tmp_path / "no-chromium"))
     monkeypatch.setattr(sandboxprobe, "in_container", lambda: True)
+    # nowhere to fall back to either (where uid 65532 or Landlock could run, the probe would use them)
+    monkeypatch.setattr(sandbox, "LAYERS", (sandbox.BWRAP,))
     assert main(["doctor"]) == 0
     got, backends = rows(capsys.readouterr().out)
     assert got["sandbox"].startswith("--  no pod can start here: the workload sandbox is unavailable (bwrap: "

@@ -22,7 +22,7 @@ from mockgpu.helptext import describe
 GO_FALLBACK = "/usr/local/go/bin/go"  # Go's own install folder (scripts/upstream-build looks there too)
 CHROMIUM_PATH = "/usr/bin/chromium"  # Debian's chromium, which tests/browser drives through Playwright
 NEEDS = {
-    "embedded": "the workload sandbox (bubblewrap)",
+    "embedded": "the workload sandbox (bubblewrap; where namespaces are refused, Landlock or a uid switch)",
     "upstream": "the workload sandbox and the upstream binaries (Go, then ./scripts/upstream-build)",
     "kind": "a reachable Docker engine, kind and kubectl",
     "kubeconfig": "kubectl and a running cluster's kubeconfig whose nodes can pull the mockgpu image",

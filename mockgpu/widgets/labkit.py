@@ -136,6 +136,7 @@ class LabCluster:
         self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
         self.backend = os.environ.get("MOCKGPU_BACKEND", "embedded") if not self.external else "external"
         self.results: Any = None  # on kind: the thread writing kube-scheduler's results onto the pods
+        self.sandbox_line = ""  # which sandbox layer this lab's pods run under (the probe's line), once started
 
     @property
     def up_command(self) -> str:
@@ -177,6 +178,8 @@ class LabCluster:
         atexit.register(self.close)  # the kernel stopping deletes the cluster (close() is idempotent)
         self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
         progress.finish_step("API server, scheduler and kubelets started")
+        if self.sandbox_line:  # which layer the pods run under, as `mockgpu up` says it
+            progress.lines.append(self.sandbox_line)
         gpus = 0
         if "kubelets" in control:
             progress.step("waiting for every node to publish its GPUs")
@@ -191,7 +194,7 @@ class LabCluster:
         be built no pod would ever start and every check would answer "Not quite", so say why (the same line
         ``mockgpu up`` fails with) instead of starting the cluster. Kind's pods run in kind's containers."""
         if self.backend in SANDBOXED_BACKENDS:
-            probe().check()  # PodsCannotStart: a notebook shows its one line, not a traceback
+            self.sandbox_line = probe().check().line  # PodsCannotStart: a notebook shows its one line only
 
     def spec_nodes(self) -> list[Any]:
         from mockgpu.backends.embedded.nodes import spec_nodes

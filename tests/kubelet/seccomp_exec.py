@@ -1,7 +1,9 @@
-"""``python seccomp_exec.py PROGRAM ARGS...``: exec PROGRAM under a seccomp filter that refuses new namespaces as
-Docker's default profile does for a container without CAP_SYS_ADMIN: ``unshare``, ``setns`` and ``clone`` with
-a ``CLONE_NEW*`` flag fail with EPERM, ``clone3`` with ENOSYS (so callers fall back to ``clone``). x86_64 only.
-The real bwrap then fails as it does in such a container (tests/kubelet/test_sandbox_probe.py)."""
+"""``python seccomp_exec.py [--no-landlock] PROGRAM ARGS...``: exec PROGRAM under a seccomp filter that refuses new
+namespaces as Docker's default profile does for a container without CAP_SYS_ADMIN: ``unshare``, ``setns`` and
+``clone`` with a ``CLONE_NEW*`` flag fail with EPERM, ``clone3`` with ENOSYS (so callers fall back to ``clone``).
+``--no-landlock`` also refuses Landlock's three system calls with EPERM, as a profile that does not list them
+answers (Docker's default returns EPERM for what it does not allow). x86_64 only. The real bwrap then fails as it
+does in such a container (tests/kubelet/test_sandbox_probe.py, test_kubelet_sandbox.py)."""
 
 import ctypes
 import os
@@ -14,6 +16,10 @@ if platform.machine() != "x86_64":
 libc = ctypes.CDLL(None, use_errno=True)
 AUDIT_ARCH_X86_64 = 0xC000003E
 NR_UNSHARE, NR_CLONE, NR_CLONE3, NR_SETNS = 272, 56, 435, 308
+NR_LANDLOCK = (444, 445, 446)  # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self
+no_landlock = sys.argv[1:2] == ["--no-landlock"]
+if no_landlock:
+    del sys.argv[1]
 NS_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 EPERM, ENOSYS = 1, 38
 
@@ -32,6 +38,7 @@ prog = [
     stmt(LD_W_ABS, 4),  # seccomp_data.arch
     jump(JEQ, AUDIT_ARCH_X86_64, 1, 0), stmt(RET, ALLOW),
     stmt(LD_W_ABS, 0),  # seccomp_data.nr
+    *[x for nr in (NR_LANDLOCK if no_landlock else ()) for x in (jump(JEQ, nr, 0, 1), stmt(RET, ERRNO | EPERM))],
     jump(JEQ, NR_UNSHARE, 0, 1), stmt(RET, ERRNO | EPERM),
     jump(JEQ, NR_SETNS, 0, 1), stmt(RET, ERRNO | EPERM),
     jump(JEQ, NR_CLONE3, 0, 1), stmt(RET, ERRNO | ENOSYS),

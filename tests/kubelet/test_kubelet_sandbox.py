@@ -1,16 +1,25 @@
-"""The workload sandbox: escape attempts, one row each, against the real process runtime (bwrap).
+"""The workload sandbox: escape attempts, one row each, against the real process runtime, in each layer.
 
 Every row runs a container that tries to reach past the allowlist or out of its directory and
 asserts that the attempt failed with a clear message in its log (or a StartError in its status),
 and that nothing outside its directory was read (no canary, no line of the host's real files in
 the log) or written (no file appeared outside). Needs bubblewrap, as the runtime does; without it
 every container is refused (see test_refused_without_bwrap) and these rows fail rather than skip.
+
+The table runs in every sandbox layer that can run here (``layered_rt``): ``bwrap`` (namespaces, the default),
+``bwrap-userns`` and ``uid`` (a root kubelet's fallbacks: they need an interpreter uid 65532 can run), ``landlock``
+(the fallback of an ordinary user's kubelet; run as root it is Landlock alone, without the uid drop a root cluster
+always adds) and ``namespaces-refused`` (the real bwrap under a seccomp filter that refuses namespaces as Docker's
+default profile does: the probe falls back by itself). In the layers without a fresh root file system the same
+attempts fail with other messages (Landlock answers "Permission denied" where bwrap's root has "No such file"):
+``FALLBACK_EXPECT`` gives them; a row a layer cannot promise on this kernel is a strict xfail with its reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import socket
@@ -26,10 +35,11 @@ import pytest
 
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.config.inventory import node_inventory
+from mockgpu.control.kubelet import confine
 from mockgpu.control.kubelet.allowlist import DEFAULT_ALLOWLIST, CommandAllowlist
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.control.kubelet.runtime import ContainerSpec, Mount, ProcessRuntime
-from mockgpu.control.kubelet.sandbox import WORKLOAD_UID
+from mockgpu.control.kubelet.sandbox import BWRAP, BWRAP_USERNS, LANDLOCK, LAYERS, UID, WORKLOAD_UID
 from mockgpu.deviceplugin.command import _health_source
 from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, Driver, write_node_driver
 
@@ -56,6 +66,95 @@ def rt(tmp_path: Path):
     runtime = ProcessRuntime(tmp_path / "cluster" / "runtime")
     yield runtime
     runtime.stop_all(grace=0)
+
+
+SECCOMP_EXEC = Path(__file__).parent / "seccomp_exec.py"
+NAMESPACES_REFUSED = "namespaces-refused"
+
+
+def barrier(path: str) -> str | None:
+    """The first directory on the way to ``path`` that users other than its owner cannot pass, if any."""
+    real = Path(os.path.realpath(path))
+    for d in reversed(real.parents):
+        if not d.stat().st_mode & stat.S_IXOTH:
+            return str(d)
+    return None
+
+
+def landlock_abi() -> int | None:
+    try:
+        return confine.abi_version()
+    except confine.LandlockUnavailable:
+        return None
+
+
+def layer_absent(layer: str) -> str | None:
+    """Why ``layer`` cannot run here (a skip reason), or None. Never for bwrap: without it the rows fail."""
+    if layer in (BWRAP_USERNS, UID):
+        if not AS_ROOT:
+            return f"layer {layer} is a root kubelet's fallback; this test runs as uid {os.getuid()}"
+        wall = barrier(sys.executable)
+        if wall:
+            return (f"layer {layer} runs the interpreter as uid {WORKLOAD_UID}, which cannot pass {wall} (mode "
+                    f"{stat.S_IMODE(os.stat(wall).st_mode):04o}) on the way to {os.path.realpath(sys.executable)}: "
+                    f"run the tests with an interpreter every user can run (as the python images have)")
+    if layer in (LANDLOCK, NAMESPACES_REFUSED) and landlock_abi() is None:
+        return "this kernel offers no Landlock"
+    if layer == NAMESPACES_REFUSED and platform.machine() != "x86_64":
+        return "seccomp_exec.py's filter names x86_64 syscall numbers"
+    return None
+
+
+def seccomp_bwrap(tmp: Path) -> str:
+    """A bwrap that runs the real one under a filter refusing namespaces (as Docker's default seccomp profile)."""
+    real = shutil.which("bwrap")
+    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
+    wrapper = tmp / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {SECCOMP_EXEC} {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.fixture(params=[*LAYERS, NAMESPACES_REFUSED])
+def layer(request: pytest.FixtureRequest) -> str:
+    """A sandbox layer forced on the runtime, or NAMESPACES_REFUSED (every layer, namespaces refused)."""
+    if (reason := layer_absent(request.param)) is not None:
+        pytest.skip(reason)
+    return request.param
+
+
+def layered_runtime(layer: str, tmp_path: Path, **kwargs) -> ProcessRuntime:
+    """A runtime in ``layer``; for NAMESPACES_REFUSED, with bwrap under the seccomp filter and the probe choosing."""
+    root = tmp_path / "cluster" / "runtime"
+    if layer != NAMESPACES_REFUSED:
+        runtime = ProcessRuntime(root, layers=(layer,), **kwargs)
+        runtime.sandbox.check()
+        return runtime
+    # a root kubelet falls back to uid 65532 (bwrap-userns is refused by the same filter); where uid 65532 cannot
+    # run this interpreter, to Landlock alone, which only tests choose for root
+    everything = not AS_ROOT or barrier(sys.executable) is None
+    wrapper_dir = tmp_path / "seccomp"
+    wrapper_dir.mkdir()
+    wrapper_dir.chmod(0o755)
+    runtime = ProcessRuntime(root, bwrap=seccomp_bwrap(wrapper_dir), layers=LAYERS if everything else (BWRAP, LANDLOCK),
+                             **kwargs)
+    runtime.sandbox.check()
+    assert runtime.sandbox.layer == (UID if AS_ROOT and everything else LANDLOCK), runtime.sandbox.layer
+    assert "namespace" in runtime.sandbox.namespaces_refused, runtime.sandbox.namespaces_refused
+    return runtime
+
+
+def discard(runtime: ProcessRuntime) -> None:
+    runtime.stop_all(grace=0)
+    if runtime.sandbox.relocated is not None:
+        shutil.rmtree(runtime.sandbox.relocated, ignore_errors=True)
+
+
+@pytest.fixture
+def layered_rt(layer: str, tmp_path: Path):
+    runtime = layered_runtime(layer, tmp_path)
+    yield runtime
+    discard(runtime)
 
 
 def spec(uid: str, *command: str, **kw) -> ContainerSpec:
@@ -113,17 +212,107 @@ ESCAPES = [
         1,
         r"ConnectionRefusedError",  # 127.0.0.1 inside is the sandbox's own loopback
     ),
+    # the kubelet's own process (this test's): its environment, and signals
+    ("kubelet-environ", ["cat", "/proc/{kubelet}/environ"], 1, r"cat: /proc/{kubelet}/environ: No such file"),
+    ("signal-kubelet", ["sh", "-c", "kill -0 {kubelet}"], 1, r"kill: No such process"),
+    (
+        "abstract-unix-socket",
+        ["sh", "-c", "{py} -c \"import socket; socket.socket(socket.AF_UNIX).connect(b'\\0{abstract}')\""],
+        1,
+        r"ConnectionRefusedError",  # abstract sockets belong to the network namespace
+    ),
+    # a unix socket of the kubelet's (kubelet.sock, a device plugin's): in its state dir, by its path
+    (
+        "kubelet-unix-socket",
+        ["sh", "-c", "{py} -c \"import socket; socket.socket(socket.AF_UNIX).connect('{kubelet_sock}')\""],
+        1,
+        r"FileNotFoundError",
+    ),
 ]
+# In the layers without a fresh root (uid, landlock): the host's files exist, Landlock refuses them.
+DENIED = "Permission denied"
+FALLBACK_EXPECT: dict[str, tuple[int | None, str]] = {
+    "abs-usr-bin-id": (126, rf"/usr/bin/id: {DENIED}"),
+    "abs-bin-cat-shadow": (1, rf"cat: /etc/shadow: {DENIED}"),
+    "argv-abs-cat-shadow": (1, rf"cat: /etc/shadow: {DENIED}"),
+    "exec": (126, rf"exec: /usr/bin/id: {DENIED}"),
+    "env-abs": (126, rf"env: '/usr/bin/id': {DENIED}"),
+    "env-in-shell": (126, rf"env: '/bin/ls': {DENIED}"),
+    "command-p": (126, rf"id: {DENIED}"),
+    "bash-exec-a": (126, rf"/usr/bin/id: {DENIED}"),
+    "issue-13": (None, rf"cannot open /etc/shadow: {DENIED}"),
+    "redirect-shadow": (2, rf"cannot open /etc/shadow: {DENIED}"),
+    "redirect-secret": (2, rf"cannot open {{secret}}: {DENIED}"),
+    "dollar0": (126, rf"/usr/bin/id: {DENIED}"),
+    "dollar0-exec": (127, r"id: not found"),  # /bin/dash is the allowlisted sh itself; id is not on PATH
+    "symlink-in-workdir": (1, rf"cat: etc/shadow: {DENIED}"),
+    "python-c-abs-interpreter": (1, r"PermissionError: .*'/etc/shadow'"),
+    "python-subprocess": (1, r"PermissionError: .*'/usr/bin/id'"),
+    "cluster-token": (1, rf"cat: {{token}}: {DENIED}"),
+    "other-pod-home": (1, rf"cat: {{other_home}}/secret: {DENIED}"),
+    "other-pod-log": (1, rf"cat: {{other_log}}: {DENIED}"),
+    "proc-1-root": (1, rf"cat: /proc/1/root/etc/shadow: {DENIED}"),
+    "write-outside": (2, rf"cannot create {{outside}}/pwned: {DENIED}"),
+    "write-etc": (2, rf"cannot create {{etc_file}}: {DENIED}"),
+    "network-to-host": (1, r"PermissionError"),  # Landlock ABI >= 4: no TCP connect at all
+    "kubelet-environ": (1, rf"cat: /proc/{{kubelet}}/environ: {DENIED}"),
+    "signal-kubelet": (1, r"kill: Operation not permitted"),  # Landlock ABI >= 6 scopes signals (and another uid)
+    "abstract-unix-socket": (1, r"PermissionError"),  # Landlock ABI >= 6 scopes abstract unix sockets
+    "kubelet-unix-socket": (1, r"PermissionError"),  # uid 65532: the kubelet's 0700 directories (not Landlock)
+}
+# Rows a fallback layer cannot promise below a Landlock ABI (the row, the ABI it needs, the reason).
+NEEDS_ABI = {
+    "network-to-host": (4, "Landlock refuses TCP connect only from ABI 4 (Linux 6.7)"),
+    "abstract-unix-socket": (6, "Landlock scopes abstract unix sockets only from ABI 6 (Linux 6.12)"),
+    "signal-kubelet": (6, "Landlock scopes signals only from ABI 6 (Linux 6.12); the same uid may signal"),
+}
+# In bubblewrap's user-namespace mode the directories of the fresh root belong to the namespace's user.
+USERNS_EXPECT: dict[str, tuple[int | None, str]] = {
+    "write-etc": (0, r"^$"),  # lands in the sandbox's own tmpfs /etc; the host's is untouched (checked below)
+}
+# Rows the landlock layer cannot promise when a test forces it on a root kubelet (a root cluster never runs it: it
+# drops to uid 65532 first): the workload is root with every capability, and Landlock lets CAP_SYS_PTRACE through.
+# Rows the landlock layer cannot promise on any Landlock ABI up to 7 (this kernel's): same uid as the kubelet.
+LANDLOCK_GAPS = {
+    "kubelet-unix-socket": "Landlock (ABI <= 7) does not mediate connect() to an existing pathname unix socket, and "
+                           "the workload has the kubelet's uid: it reaches kubelet.sock and the plugins' sockets by "
+                           "their paths",
+}
+ROOT_LANDLOCK_GAPS = {
+    "kubelet-environ": "Landlock's ptrace rule yields to CAP_SYS_PTRACE, which this test-only root workload holds",
+}
 
 
-@pytest.mark.parametrize("argv, code, pattern", [row[1:] for row in ESCAPES], ids=[row[0] for row in ESCAPES])
-def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str], code: int | None, pattern: str):
+@pytest.mark.parametrize("row, argv, code, pattern", ESCAPES, ids=[row[0] for row in ESCAPES])
+def test_escape_fails(layered_rt: ProcessRuntime, host: dict[str, Path], request: pytest.FixtureRequest, row: str,
+                      argv: list[str], code: int | None, pattern: str):
+    rt = layered_rt
+    if row in USERNS_EXPECT and (rt.sandbox.layer == BWRAP_USERNS or (rt.sandbox.layer == BWRAP and not AS_ROOT)):
+        code, pattern = USERNS_EXPECT[row]
+    if not rt.sandbox.fresh_root:
+        code, pattern = FALLBACK_EXPECT.get(row, (code, pattern))
+        abi = rt.sandbox.landlock_abi or 0
+        if row in NEEDS_ABI and abi < NEEDS_ABI[row][0]:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=f"layer {rt.sandbox.layer}, Landlock ABI "
+                                                  f"{abi}: {NEEDS_ABI[row][1]}"))
+        if rt.sandbox.layer == LANDLOCK and AS_ROOT and row in ROOT_LANDLOCK_GAPS:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=ROOT_LANDLOCK_GAPS[row]))
+        if rt.sandbox.layer == LANDLOCK and row in LANDLOCK_GAPS:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=LANDLOCK_GAPS[row]))
     # Another pod on the node, with a secret in its home and a log.
     other = spec("uid-other", "sh", "-c", f"echo {CANARY}-other > $HOME/secret; echo {CANARY}-other-log")
     rt.start(other)
     assert rt.wait("uid-other", "c", timeout=30).exit_code == 0, rt.logs("uid-other", "c")
     assert (rt.scratch_dir(other) / "secret").read_text() == f"{CANARY}-other\n"
     listener = socket.create_server(("127.0.0.1", 0))
+    abstract = f"mockgpu-test-{uuid.uuid4().hex}"
+    unix_listener = socket.socket(socket.AF_UNIX)
+    unix_listener.bind(b"\0" + abstract.encode())
+    unix_listener.listen()
+    kubelet_sock = rt.root.parent / "kubelet.sock"  # beside the runtime, as the node's device-plugin dir is
+    sock_listener = socket.socket(socket.AF_UNIX)
+    sock_listener.bind(str(kubelet_sock))
+    sock_listener.listen()
     me = spec("uid-me", "x")
     home = rt.scratch_dir(me)
     # Symlinks left in the working dir (by a previous run, or planted) point at host files.
@@ -139,6 +328,9 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
         "other_log": str(rt.status("uid-other", "c").log_path),
         "port": str(listener.getsockname()[1]),
         "etc_file": ETC_FILE,
+        "kubelet": str(os.getpid()),
+        "abstract": abstract,
+        "kubelet_sock": str(kubelet_sock),
     }
     argv = [a.format(**fill) for a in argv]
     pattern = pattern.format(**{k: re.escape(v) for k, v in fill.items()})
@@ -149,6 +341,8 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
             st = rt.wait("uid-me", "c", timeout=30)
     finally:
         listener.close()
+        unix_listener.close()
+        sock_listener.close()
     log = rt.logs("uid-me", "c")
     if pattern.startswith("StartError: "):
         assert st.reason == "StartError", (st, log)
@@ -170,10 +364,15 @@ def test_escape_fails(rt: ProcessRuntime, host: dict[str, Path], argv: list[str]
     assert host["secret"].stat().st_uid == os.getuid()
 
 
-def test_host_passwd_is_not_the_one_inside(rt: ProcessRuntime) -> None:
+def test_host_passwd_is_not_the_one_inside(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     rt.start(spec("u", "sh", "-c", "cat < /etc/passwd"))
     st = rt.wait("u", "c", timeout=30)
     log = rt.logs("u", "c")
+    if not rt.sandbox.fresh_root:  # the host's /etc/passwd exists, Landlock refuses it
+        assert st.exit_code == 2 and re.search(r"cannot open /etc/passwd: Permission denied", log), log
+        assert not [ln for ln in host_lines("/etc/passwd") if ln in log], log
+        return
     assert st.exit_code == 0, log
     assert log.splitlines()[1].startswith(f"mockgpu:x:{WORKLOAD_UID if AS_ROOT else os.getuid()}:"), log
     inside = {"root:x:0:0:root:/root:/sbin/nologin"}
@@ -181,41 +380,79 @@ def test_host_passwd_is_not_the_one_inside(rt: ProcessRuntime) -> None:
     assert leaked == [] and len(log.splitlines()) == 2, log
 
 
-def test_id_is_not_root_and_holds_no_privilege(tmp_path: Path) -> None:
-    runtime = ProcessRuntime(tmp_path / "rt", allowlist=CommandAllowlist(names=(*DEFAULT_ALLOWLIST, "id")))
+def test_id_is_not_root_and_holds_no_privilege(layer: str, tmp_path: Path) -> None:
+    script = "id; while read -r k v; do case $k in Uid:|Gid:|Groups:|CapEff:|CapPrm:|CapInh:|CapBnd:|CapAmb:|" \
+             "NoNewPrivs:) echo $k $v;; esac; done < /proc/self/status"
+    rt = layered_runtime(layer, tmp_path, allowlist=CommandAllowlist(names=(*DEFAULT_ALLOWLIST, "id")))
     try:
-        script = "id; while read -r k v; do case $k in Uid:|Gid:|CapEff:|CapBnd:|NoNewPrivs:) echo $k $v;; esac; " \
-                 "done < /proc/self/status"
-        runtime.start(spec("u", "sh", "-c", script))
-        st = runtime.wait("u", "c", timeout=30)
-        log = runtime.logs("u", "c")
+        rt.start(spec("u", "sh", "-c", script))
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
     finally:
-        runtime.stop_all(grace=0)
+        discard(rt)
     assert st.exit_code == 0, log
+    status = dict((ln.split(" ", 1) + [""])[:2] for ln in log.splitlines()[1:])
+    if rt.sandbox.layer == LANDLOCK and AS_ROOT:
+        # The landlock layer keeps the kubelet's uid; forced on a root kubelet (tests only: a root cluster always
+        # drops to uid 65532) the workload is root, capabilities and all, under no_new_privs and Landlock.
+        assert log.splitlines()[0] == "uid=0 gid=0 groups=0", log
+        assert status["NoNewPrivs:"] == "1", log
+        return
     uid = WORKLOAD_UID if AS_ROOT else os.getuid()
     assert uid != 0
-    assert log.splitlines()[0] == f"uid={uid}(mockgpu) gid={uid}(mockgpu) groups={uid}(mockgpu)", log
-    status = dict(ln.split(" ", 1) for ln in log.splitlines()[1:])
+    names = rt.sandbox.fresh_root  # only bwrap's root has the two-line /etc/passwd; Landlock hides the host's
+    want = f"uid={uid}(mockgpu) gid={uid}(mockgpu) groups={uid}(mockgpu)" if names else \
+        f"uid={uid} gid={uid} groups={uid}"
+    assert log.splitlines()[0] == want, log
     assert status["Uid:"].split() == [str(uid)] * 4, log
-    assert status["CapEff:"] == "0000000000000000" and status["NoNewPrivs:"] == "1", log
+    assert status["CapEff:"] == status["CapPrm:"] == status["CapInh:"] == "0000000000000000", log
+    assert status["NoNewPrivs:"] == "1", log
     if AS_ROOT:
-        assert status["CapBnd:"] == "0000000000000000", log
+        assert status["CapBnd:"] == status["CapAmb:"] == "0000000000000000", log
+        assert status["Groups:"].split() in ([], [str(uid)]), log
 
 
-def test_workload_sees_only_the_allowlisted_programs(rt: ProcessRuntime) -> None:
+def test_workload_sees_only_the_allowlisted_programs(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     # Globbing is a shell builtin: it lists what exists without running anything.
     venv_bin = Path(sys.executable).parent
-    rt.start(spec("u", "sh", "-c", f"echo /bin/* /sbin/* /usr/sbin/* /usr/local/bin/* {venv_bin}/*"))
+    rt.start(spec("u", "sh", "-c", f"echo /bin/* /sbin/* /usr/sbin/* /usr/local/bin/* {venv_bin}/*; "
+                                   f"echo $(cd $(dirname $(command -v sh)) && echo *)"))
     st = rt.wait("u", "c", timeout=30)
     log = rt.logs("u", "c")
     assert st.exit_code == 0, log
-    names = {os.path.basename(w) for w in log.split() if "*" not in w}
+    listed, path_entries = log.splitlines()[0], log.splitlines()[-1]
+    names = {os.path.basename(w) for w in listed.split() if "*" not in w}
+    if not rt.sandbox.fresh_root:
+        # the host's directories are there but Landlock refuses to list them (what runs is the escape table's);
+        # the names below the kit's package's parent directory stay listable (importlib lists sys.path entries),
+        # which may hold the venv's bin (an editable install)
+        system = {os.path.basename(w) for w in listed.split() if "*" not in w and not w.startswith(str(venv_bin))}
+        assert system == set(), system
+        assert set(path_entries.split()) == {"*"} or set(path_entries.split()) <= set(DEFAULT_ALLOWLIST) | {
+            "mockgpu-workload", "nvidia-smi"}, path_entries
+        return
     assert names <= set(DEFAULT_ALLOWLIST) | {"mockgpu-workload", "nvidia-smi"}, names
     assert {"sh", "sleep", "env", "mockgpu-workload", "nvidia-smi"} <= names, names
 
 
-def test_private_tmp_and_home_only(rt: ProcessRuntime) -> None:
+def test_private_tmp_and_home_only(layered_rt: ProcessRuntime) -> None:
+    rt = layered_rt
     tmp_file = f"/tmp/mockgpu-sandbox-test-{uuid.uuid4().hex}"
+    if not rt.sandbox.fresh_root:
+        # no private /tmp without a mount namespace: the host's is refused, TMPDIR is the container's own
+        s = spec("u", "sh", "-c", f"echo a > {tmp_file}; echo a > $TMPDIR/f && echo b > $HOME/g && "
+                                  "cat $TMPDIR/f $HOME/g && pwd && echo $TMPDIR")
+        rt.start(s)
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
+        assert st.exit_code == 0, log
+        lines = log.splitlines()
+        assert re.search(rf"cannot create {re.escape(tmp_file)}: Permission denied", lines[0]), log
+        assert lines[1:] == ["a", "b", str(rt.scratch_dir(s)), str(rt.tmp_dir(s))], log
+        assert stat.S_IMODE(rt.tmp_dir(s).stat().st_mode) == 0o700
+        assert not Path(tmp_file).exists()
+        return
     s = spec("u", "sh", "-c", f"echo a > {tmp_file} && echo b > $HOME/g && cat {tmp_file} $HOME/g && pwd")
     rt.start(s)
     st = rt.wait("u", "c", timeout=30)
@@ -226,14 +463,19 @@ def test_private_tmp_and_home_only(rt: ProcessRuntime) -> None:
     assert not Path(tmp_file).exists()  # the container's /tmp is its own
 
 
-def test_environment_is_only_the_pods(rt: ProcessRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_is_only_the_pods(layered_rt: ProcessRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = layered_rt
     monkeypatch.setenv("MOCKGPU_HOST_SECRET", CANARY)
     monkeypatch.setenv("PYTHONPATH", "/host/only")
-    s = spec("u", "env", env={"A": "1"}, device_envs={"NVIDIA_VISIBLE_DEVICES": "GPU-1"})
+    driver = rt.sandbox.workload_dir(rt.root) / "driver-mount"  # where the kubelet would keep its driver dir
+    driver.mkdir()
+    s = spec("u", "env", env={"A": "1", "WHERE": f"{CONTAINER_DRIVER_DIR}/x"},
+             device_envs={"NVIDIA_VISIBLE_DEVICES": "GPU-1", "MOCKGPU_DRIVER_DIR": CONTAINER_DRIVER_DIR},
+             mounts=(Mount(CONTAINER_DRIVER_DIR, str(driver)),))
     rt.start(s)
     rt.wait("u", "c", timeout=30)
     env = dict(line.split("=", 1) for line in rt.logs("u", "c").splitlines())
-    assert env == {
+    want = {
         "PATH": str(rt.bin_dir),
         "HOME": str(rt.scratch_dir(s)),
         "HOSTNAME": "esc",
@@ -242,8 +484,13 @@ def test_environment_is_only_the_pods(rt: ProcessRuntime, monkeypatch: pytest.Mo
         "MOCKGPU_POD_NAME": "esc",
         "MOCKGPU_CONTAINER_NAME": "c",
         "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+        "MOCKGPU_DRIVER_DIR": CONTAINER_DRIVER_DIR,
         "A": "1",
+        "WHERE": f"{CONTAINER_DRIVER_DIR}/x",
     }
+    if not rt.sandbox.fresh_root:  # the mount is at its host path: values naming it follow; TMPDIR is private
+        want |= {"MOCKGPU_DRIVER_DIR": str(driver), "WHERE": f"{driver}/x", "TMPDIR": str(rt.tmp_dir(s))}
+    assert env == want
 
 
 @pytest.mark.parametrize("bwrap", [None, "/bin/false"], ids=["missing", "broken"])
@@ -343,6 +590,34 @@ def test_pod_env_never_reaches_the_launcher(launcher_rt, name: str, value: str) 
         setpriv_env = environ(rt.scratch_dir(s) / ".setpriv-env")
         assert name not in setpriv_env and "A" not in setpriv_env, setpriv_env
         assert MARK not in (rt.scratch_dir(s) / ".setpriv-env").read_text()
+
+
+@pytest.mark.parametrize("name, value", HOSTILE_ENV, ids=[row[0] for row in HOSTILE_ENV])
+def test_pod_env_never_reaches_setpriv_in_the_uid_layer(tmp_path: Path, name: str, value: str) -> None:
+    """The uid layer's one privileged step is setpriv (root, until it drops to 65532): it too gets the fixed
+    environment; the pod's reaches only the workload (through confine.py and execenv.py, already uid 65532)."""
+    if (reason := layer_absent(UID)) is not None:
+        pytest.skip(reason)
+    rt = layered_runtime(UID, tmp_path)
+    try:
+        rec = rt.sandbox.relocated / "rec"  # reachable by root; the workload cannot write it (root's, 0755)
+        rec.mkdir()
+        wrapper = rec / "setpriv"
+        wrapper.write_text(f"#!/bin/sh\n{shutil.which('cat')} /proc/$$/environ > {rec}/setpriv-env.$$ || exit 99\n"
+                           f"exec {rt.sandbox.setpriv} \"$@\"\n")
+        wrapper.chmod(0o755)
+        rt.sandbox.setpriv = str(wrapper)
+        s = ContainerSpec(pod_uid="u", pod_name="esc", namespace="default", name="c", command=("env",),
+                          env={"A": "1", name: value})
+        st = rt.start(s)
+        st = rt.wait("u", "c", timeout=30)
+        log = rt.logs("u", "c")
+        assert st.exit_code == 0, log
+        assert f"{name}={value}" in log.splitlines() and "A=1" in log.splitlines(), log
+        recorded = rec / f"setpriv-env.{st.pid}"
+        assert recorded.read_bytes() == b"", recorded.read_bytes()  # an empty environment
+    finally:
+        discard(rt)
 
 
 def test_the_last_step_leaves_no_trace(rt: ProcessRuntime) -> None:

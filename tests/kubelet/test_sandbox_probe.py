@@ -1,7 +1,9 @@
 """The sandbox probe (``mockgpu.control.kubelet.sandboxprobe``): where the workload sandbox cannot be built --
-bwrap missing, or a bwrap that fails as the real one does under Docker's default seccomp -- ``mockgpu up`` and
-``LabCluster.start()`` fail with one line naming the cause and the fix and start nothing; where it can (this
-machine: bootstrap installs bubblewrap), ``up`` says which sandbox pods run under and starts."""
+bwrap missing, or namespaces refused (a bwrap that fails as the real one does under Docker's default seccomp) with
+no fallback layer possible -- ``mockgpu up`` and ``LabCluster.start()`` fail with one line naming the cause and
+the fix and start nothing; where it can (this machine: bootstrap installs bubblewrap), ``up`` says which sandbox
+layer pods run under and starts. With namespaces refused, ``up`` falls back (uid 65532 + Landlock as root, the
+cluster's user + Landlock otherwise) where that layer can run, and says so in its line."""
 
 from __future__ import annotations
 
@@ -9,14 +11,17 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from mockgpu.control.kubelet import sandboxprobe
+from mockgpu.control.kubelet import confine, sandboxprobe
 from mockgpu.control.kubelet.runtime import ProcessRuntime
+from mockgpu.control.kubelet.sandbox import BWRAP, WORKLOAD_UID
 from mockgpu.widgets.labkit import LabCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,25 +45,55 @@ def fake_path(tmp_path: Path, *, bwrap: str | None) -> Path:
     return d
 
 
-def mockgpu(home: Path, path: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MOCKGPU_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": path}
-    return subprocess.run([sys.executable, "-m", "mockgpu.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=90)
+def mockgpu(home: Path, path: str, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MOCKGPU_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": path, "HOME": str(home)}
+    return subprocess.run([*prefix, sys.executable, "-m", "mockgpu.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=90)
+
+
+SECCOMP_EXEC = Path(__file__).parent / "seccomp_exec.py"
+AS_ROOT = os.geteuid() == 0
+
+
+def barrier(path: str) -> str | None:
+    """The first directory on the way to ``path`` that users other than its owner cannot pass, if any."""
+    for d in reversed(Path(os.path.realpath(path)).parents):
+        if not d.stat().st_mode & stat.S_IXOTH:
+            return str(d)
+    return None
+
+
+def fallback_possible() -> bool:
+    """Whether a fallback layer can run here once namespaces are refused: as root, uid 65532 must be able to run
+    this interpreter (Landlock optional); otherwise the kernel must offer Landlock."""
+    if AS_ROOT:
+        return barrier(sys.executable) is None and shutil.which("setpriv", path=os.defpath + ":/usr/sbin:/sbin")
+    try:
+        confine.abi_version()
+    except confine.LandlockUnavailable:
+        return False
+    return True
+
+
+def seccomp_wrapper(tmp_path: Path) -> str:
+    real = shutil.which("bwrap")
+    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
+    return f'#!/bin/sh\nexec {sys.executable} {SECCOMP_EXEC} {real} "$@"\n'
 
 
 @pytest.mark.parametrize(("cause", "as_root", "container", "fix"), [
     ("bwrap not found on PATH", True, False, "apt-get install bubblewrap"),
     ("setpriv not found (Debian: util-linux)", True, True, "apt-get install util-linux"),
     ("bwrap: Creating new namespace failed: Operation not permitted", True, True,
-     f"`docker run {sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged), or as a non-root user with "
-     f"`{sandboxprobe.DOCKER_FIX_USER}`"),
+     f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (bubblewrap then runs as uid {WORKLOAD_UID} in a user "
+     f"namespace), or with `{sandboxprobe.DOCKER_FIX_ROOT}` (or --privileged)"),
     ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, True, f"`docker run {sandboxprobe.DOCKER_FIX_USER}` (or --privileged)"),
     ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
      "user namespaces.", False, False, "sysctl kernel.unprivileged_userns_clone=1"),
     ("bwrap: Creating new namespace failed: Operation not permitted", True, False,
      f"namespaces are refused here (a container's seccomp profile?): run it with `docker run "
-     f"{sandboxprobe.DOCKER_FIX_ROOT}`"),
+     f"{sandboxprobe.DOCKER_FIX_USER}`"),
     ("bwrap: something else entirely", False, False, "The workload sandbox"),
 ], ids=["no-bwrap", "no-setpriv", "container-root", "container-user", "host-user", "undetected-container-root",
         "unknown"])
@@ -70,9 +105,10 @@ def test_the_fix_follows_the_cause_and_the_place(cause, as_root, container, fix)
 
 
 def test_a_bwrap_refused_by_seccomp_fails_the_probe_with_the_docker_options(tmp_path, monkeypatch):
+    """Namespaces refused and (here: bubblewrap is the only layer tried) no fallback."""
     monkeypatch.setattr(sandboxprobe, "in_container", lambda: True)
     bwrap = fake_path(tmp_path, bwrap=SECCOMP_BWRAP) / "bwrap"
-    verdict = sandboxprobe.probe(str(bwrap))
+    verdict = sandboxprobe.probe(str(bwrap), layers=(BWRAP,))
     assert not verdict.ok
     assert "Creating new namespace failed: Operation not permitted" in verdict.line
     assert "seccomp=unconfined" in verdict.line
@@ -86,6 +122,8 @@ def test_the_probe_passes_on_this_machine():
 
 @pytest.mark.parametrize("bwrap", [None, SECCOMP_BWRAP], ids=["missing", "seccomp"])
 def test_up_fails_in_one_line_and_starts_nothing(tmp_path, bwrap):
+    if bwrap is not None and fallback_possible():
+        return test_up_falls_back_when_namespaces_are_refused(tmp_path, bwrap)
     home = tmp_path / "home"
     r = mockgpu(home, str(fake_path(tmp_path, bwrap=bwrap)), "up", "--name", "nopods")
     assert r.returncode == 1, (r.stdout, r.stderr)
@@ -104,9 +142,10 @@ def test_up_fails_in_one_line_and_starts_nothing(tmp_path, bwrap):
 def test_up_fails_in_one_line_under_a_real_seccomp_refusal(tmp_path):
     """The real bwrap under a filter that refuses namespaces as Docker's default seccomp profile does: its own
     message, and the Docker options for this user, in the one line."""
-    real = shutil.which("bwrap")
-    assert real, "bubblewrap is not installed (scripts/bootstrap installs it as root)"
-    wrapper = f'#!/bin/sh\nexec {sys.executable} {Path(__file__).parent / "seccomp_exec.py"} {real} "$@"\n'
+    wrapper = seccomp_wrapper(tmp_path)
+    if fallback_possible():
+        return test_up_falls_back_when_namespaces_are_refused(tmp_path, wrapper)
+    # no fallback here (as root: uid 65532 cannot run this interpreter): refused, the causes named
     home = tmp_path / "home"
     r = mockgpu(home, str(fake_path(tmp_path, bwrap=wrapper)), "up", "--name", "nopods")
     assert r.returncode == 1, (r.stdout, r.stderr)
@@ -117,7 +156,73 @@ def test_up_fails_in_one_line_under_a_real_seccomp_refusal(tmp_path):
     assert lines[0].startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap: ")
     assert want in lines[0]
     fix = sandboxprobe.fix_for(lines[0], as_root=os.geteuid() == 0, container=sandboxprobe.in_container())
-    assert lines[0].endswith(fix) and fix != "see the README's section 'The workload sandbox'"
+    assert fix in lines[0] and fix != "see the README's section 'The workload sandbox'"
+    assert "no fallback (" in lines[0]
+    assert not (home / "nopods").exists()
+
+
+def test_up_falls_back_when_namespaces_are_refused(tmp_path, bwrap: str | None = None):
+    """bwrap refused namespaces (the real one under the seccomp filter): ``up`` names the fallback layer and
+    starts; its pods run there (the escape table's ``namespaces-refused`` rows run them)."""
+    if not fallback_possible():
+        pytest.skip("no fallback layer can run here (as root: uid 65532 cannot run this interpreter, "
+                    f"{barrier(sys.executable)} is closed; test_up_fails_in_one_line_under_a_real_seccomp_refusal "
+                    "checks the refusal instead)")
+    if platform.machine() != "x86_64":
+        pytest.skip("seccomp_exec.py's filter names x86_64 syscall numbers")
+    home = tmp_path / "home"
+    path = fake_path(tmp_path, bwrap=bwrap or seccomp_wrapper(tmp_path))
+    path.chmod(0o755)
+    up = mockgpu(home, f"{path}:{os.environ['PATH']}", "up", "--name", "fellback")
+    try:
+        assert up.returncode == 0, up.stderr
+        said = up.stderr.strip().splitlines()
+        head = f"sandbox: uid {WORKLOAD_UID} + Landlock ABI " if AS_ROOT else "sandbox: "
+        assert said[0].startswith(head) and "(no namespaces: " in said[0], said
+        assert "Landlock ABI" in said[0] and "no_new_privs" in said[0], said
+        assert up.stdout.startswith("cluster 'fellback' (embedded, 0 nodes in its spec): running")
+    finally:
+        down = mockgpu(home, f"{path}:{os.environ['PATH']}", "down", "--name", "fellback")
+    assert down.returncode == 0, down.stderr
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="seccomp_exec.py's filter names x86_64 syscall numbers")
+@pytest.mark.parametrize("who", ["root-without-setuid", "ordinary-user"])
+def test_up_fails_in_one_line_when_every_layer_is_impossible(request, who):
+    """Namespaces refused, Landlock refused by the same seccomp filter (a profile that does not list it), and no
+    uid switch: root without CAP_SETUID/CAP_SETGID (dropped from its bounding set), or an ordinary user. ``up``
+    starts nothing and says, in one line, why and what to change."""
+    setpriv = shutil.which("setpriv", path=os.defpath + ":/usr/sbin:/sbin")
+    if not AS_ROOT or setpriv is None:
+        pytest.skip("needs root and setpriv to become the user under test")
+    # the ordinary user needs a home it can reach: pytest's tmp_path sits below root's 0700 directories
+    home = Path(tempfile.mkdtemp(prefix="mockgpu-every-layer-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
+    if who == "root-without-setuid":
+        drop = (setpriv, "--bounding-set=-setuid,-setgid", "--")
+    else:
+        if barrier(sys.executable):
+            pytest.skip(f"uid 65533 cannot run this interpreter ({barrier(sys.executable)} is closed)")
+        if barrier(str(ROOT / "mockgpu")):
+            pytest.skip(f"uid 65533 cannot read this checkout ({barrier(str(ROOT / 'mockgpu'))} is closed)")
+        os.chown(home, 65533, 65533)
+        drop = (setpriv, "--reuid=65533", "--regid=65533", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                "--")
+    prefix = (*drop, sys.executable, str(SECCOMP_EXEC), "--no-landlock")
+    r = mockgpu(home, os.environ["PATH"], "up", "--name", "nopods", prefix=prefix)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    line = lines[0]
+    assert line.startswith("mockgpu: no pod can start here: the workload sandbox is unavailable (bwrap: "), line
+    assert "no fallback (" in line, line
+    if who == "root-without-setuid":
+        assert "bwrap-userns: " in line and "uid: " in line, line
+        assert "--cap-add SYS_ADMIN" in line, line  # the Docker options that let bubblewrap run
+    else:
+        assert "landlock: Landlock unavailable: Operation not permitted" in line, line
+        assert "a kernel with Landlock" in line and "start the cluster as root" in line, line
     assert not (home / "nopods").exists()
 
 
@@ -171,3 +276,26 @@ def test_a_kubelets_warm_up_logs_an_unavailable_sandbox(tmp_path, caplog):
         runtime.sandbox.warm()
     assert any("bwrap not found on PATH" in r.getMessage() and "every container will be refused" in r.getMessage()
                for r in caplog.records), caplog.text
+
+
+def test_lab_cluster_names_the_layer_its_pods_run_under(tmp_path, monkeypatch):
+    """Where the sandbox can be built, the lab's first cell lists the probe's line among its start-up steps."""
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    monkeypatch.delenv("MOCKGPU_BACKEND", raising=False)
+    lab = LabCluster("clusters/seed-4x2.yaml", name="labline", home=tmp_path / "home")
+    lab.check_sandbox()
+    assert lab.sandbox_line == sandboxprobe.probe().line
+    assert lab.sandbox_line.startswith("sandbox: ")
+
+
+@pytest.mark.parametrize("as_root, hinted", [(True, True), (False, False)], ids=["root", "user"])
+def test_an_interpreter_uid_65532_cannot_reach_is_named(as_root, hinted):
+    """A root cluster's fallback layers run the kit's interpreter as uid 65532: when they fail on it (pyenv under a
+    0700 /root), the line says so besides the Docker options."""
+    exe = os.path.realpath(sys.executable)
+    cause = (f"workload sandbox unavailable: bwrap: Creating new namespace failed: Operation not permitted; no "
+             f"fallback (bwrap-userns: bwrap: Can't find source path {exe}: Permission denied; uid: confine: "
+             f"[Errno 13] Permission denied: '{exe}')")
+    line = sandboxprobe.refusal(cause, as_root=as_root, container=True)
+    assert "\n" not in line
+    assert (f"uid {WORKLOAD_UID} cannot reach {exe}, install Python where every user can run it" in line) == hinted

@@ -23,6 +23,7 @@ from mockgpu.backends.embedded.kubeconfig import api_client_for
 from mockgpu.backends.embedded.state import ClusterState
 from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, dra_dir_for, plugin_dir_for
 from mockgpu.control.kubelet.publisher import ensure_namespace
+from mockgpu.control.kubelet.sandbox import relocation_path
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.sched.config import SchedulerConfig
 
@@ -40,7 +41,10 @@ def node_root(state: ClusterState, node: str) -> Path:
 
 
 def remove_node_dirs(state: ClusterState) -> None:
-    """Remove per-node dirs kept outside the state dir (short plugin dirs in /tmp)."""
+    """Remove per-node dirs kept outside the state dir (short plugin dirs in /tmp; a root cluster's workload tree
+    in /run/mockgpu-workloads when its sandbox ran a layer that moves it there). ``shutil.rmtree`` walks by
+    directory descriptors without following symlinks (``rmtree.avoids_symlink_attacks`` on Linux): the workload
+    tree holds pod-writable directories."""
     nodes = state.dir / "nodes"
     if not nodes.is_dir():
         return
@@ -48,6 +52,9 @@ def remove_node_dirs(state: ClusterState) -> None:
         for pd in (plugin_dir_for(d), dra_dir_for(d)):
             if state.dir not in pd.parents:
                 shutil.rmtree(pd, ignore_errors=True)
+        workloads = relocation_path(d / "runtime")
+        if workloads.is_dir() and not workloads.is_symlink():
+            shutil.rmtree(workloads, ignore_errors=True)
 
 
 class ControlPlane:

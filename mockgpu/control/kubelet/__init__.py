@@ -11,7 +11,7 @@ Public API for the kubelet loop:
   (raises ``AdmissionError``), ``get_allocation``, ``pre_start``, ``remove_pod``, ``pod_devices``.
 * ``runtime.ProcessRuntime(root)``: ``start(ContainerSpec) -> ContainerStatus``, ``status``,
   ``wait``, ``stop``, ``stop_pod``, ``stop_all``, ``logs``; restart rules in ``restart``; every
-  container runs in the bubblewrap sandbox of ``sandbox``.
+  container runs in the sandbox of ``sandbox`` (bubblewrap, or its fallback layers).
 * ``podworker.PodWorker(pod, node_name=, runtime=, devices=, on_status=, on_event=)``:
   ``start()``, ``status()`` (the Pod ``status`` object), ``terminate(grace)``.
 """

@@ -138,7 +138,6 @@ class Kubelet:
         self._api_client = api_client
         self.core: Any = None
         self.root = Path(root)
-        self.driver_dir = self.root / "driver"
         self.plugin_dir = plugin_dir_for(self.root)
         self.state_dir = Path(state_dir)
         self.has_gpus = self.node.gpu is not None and self.node.gpu.count > 0
@@ -154,6 +153,8 @@ class Kubelet:
         self.runtime = ProcessRuntime(self.root / "runtime", log_dir=self._log_dir, warm=True,
                                       log_rotation=LogRotation(self.options.container_log_max_size,
                                                                self.options.container_log_max_files))
+        # the node's driver dir, where its workloads can reach it (a root kubelet's fallback layers move it)
+        self.driver_dir = self.runtime.sandbox.workload_dir(self.root) / "driver"
         self.plugin = PluginProcess(Path(spec_file), node, self.plugin_dir, self.driver_dir,
                                     self.root / "device-plugin.log", backoff=self.options.plugin_backoff) \
             if self.has_gpus and dp_inventory.gpus and self.options.run_plugin else None

@@ -4,7 +4,10 @@ and ``mockgpu dra-driver`` commands (same parsers and code, ``mockgpu.deviceplug
 about half the time. Errors print one line, as the CLI does.
 
 The plugin also ends when its kubelet's process does, even one killed with SIGKILL (which cannot clean
-up): it watches its parent and SIGTERMs itself once reparented, like a DaemonSet pod whose node went away."""
+up): it watches its parent and SIGTERMs itself once reparented, like a DaemonSet pod whose node went away.
+It makes itself non-dumpable first (``PR_SET_DUMPABLE 0``): where pods run with the cluster's own uid (the
+sandbox's ``landlock`` layer) a workload may not ptrace it nor read its ``/proc/<pid>/environ`` or ``mem``
+(Landlock's ptrace rule already refuses that; this holds without it)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import signal
 import sys
 import threading
 
+from mockgpu.control.kubelet.confine import make_nondumpable
 from mockgpu.deviceplugin import command
 from mockgpu.dra import command as dra_command
 from mockgpu.errors import MockgpuError
@@ -37,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     command.add_parser(sub)
     dra_command.add_parser(sub)
     args = parser.parse_args(argv)
+    make_nondumpable()
     _exit_with_parent()
     try:
         return int(args.func(args) or 0)

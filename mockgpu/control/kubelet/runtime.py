@@ -6,11 +6,15 @@ What a container gets, and how it differs from a real one:
   against a command allowlist (``allowlist.py``); refusal ends the container with reason
   ``StartError``, exit code 128, as containerd reports an exec failure (the kubelet shows the
   container waiting with ``RunContainerError`` while it retries).
-* a sandbox (``sandbox.py``, bubblewrap): a root file system of only the allowlisted executables
-  and what they load, its working directory, a private ``/tmp`` and the device plugin's mounts;
-  its own PID/IPC/network/UTS namespaces; an unprivileged uid (65532 when the cluster runs as
-  root). Where the sandbox cannot be built the container is refused (StartError, one line); it
-  never runs unsandboxed.
+* a sandbox (``sandbox.py``), in the strongest layer this place allows: bubblewrap -- a root file
+  system of only the allowlisted executables and what they load, its working directory, a private
+  ``/tmp`` and the device plugin's mounts; its own PID/IPC/network/UTS namespaces; an unprivileged
+  uid (65532 when the cluster runs as root) -- or, where namespaces are refused, the host's file
+  system under Landlock rules (only those programs run, only its own directories are written), an
+  unprivileged uid, ``no_new_privs`` and rlimits (``confine.py``); there the mounts are not mounted:
+  env values and ``workingDir`` naming a mount's container path are rewritten to its host path, and
+  ``TMPDIR`` is a private directory. Where no layer can run the container is refused (StartError,
+  one line); it never runs unsandboxed.
 * env: a minimal base (PATH = the allowlist's bin dir, HOME = its working dir, HOSTNAME = pod
   name, the pod identity ``MOCKGPU_POD_NAMESPACE``/``_NAME``/``MOCKGPU_CONTAINER_NAME`` that the
   fake driver records), then the device plugin's envs, then the pod's env (later wins, as the
@@ -83,6 +87,7 @@ class ProcessRuntime:
         log_rotation: LogRotation | None = None,
         bwrap: str | None = "auto",
         warm: bool = False,
+        layers: tuple[str, ...] | None = None,
     ) -> None:
         self.root = Path(root)
         self.allowlist = allowlist or CommandAllowlist()
@@ -90,8 +95,9 @@ class ProcessRuntime:
         self.on_exit = on_exit
         self.log_dir = log_dir or self.pod_log_dir  # where <restart>.log of each container goes
         self.log_rotation = log_rotation or LogRotation()
-        self.bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
-        self.sandbox = Sandbox(self.allowlist.executables(), self.bin_dir, self.root / "sandbox", bwrap=bwrap)
+        bin_dir = self.allowlist.populate_bin_dir(self.root / "bin")
+        self.sandbox = Sandbox(self.allowlist.executables(), bin_dir, self.root / "sandbox", bwrap=bwrap,
+                               layers=layers)
         if warm:  # build and probe the sandbox in the background, not on the first container's start
             threading.Thread(target=self.sandbox.warm, name="sandbox-warm", daemon=True).start()
         self._lock = threading.Lock()
@@ -103,11 +109,21 @@ class ProcessRuntime:
         return self.root / "pods" / f"{spec.namespace}_{spec.pod_name}_{spec.pod_uid}" / spec.name
 
     @property
+    def bin_dir(self) -> Path:
+        """The containers' PATH: one entry per allowlisted command (the sandbox may have moved it)."""
+        return self.sandbox.bin_dir
+
+    @property
     def scratch_root(self) -> Path:
-        return self.root / "rootfs"
+        return (self.sandbox.relocated or self.root) / "rootfs"
 
     def scratch_dir(self, spec: ContainerSpec) -> Path:
         return self.scratch_root / spec.pod_uid / spec.name
+
+    def tmp_dir(self, spec: ContainerSpec) -> Path:
+        """The container's private temporary directory in a fallback layer (``TMPDIR``; a container name is a
+        DNS label, without dots, so it never meets another container's home)."""
+        return self.scratch_root / spec.pod_uid / f"{spec.name}.tmp"
 
     def container_env(self, spec: ContainerSpec) -> dict[str, str]:
         env = {"PATH": str(self.bin_dir), "HOME": str(self.scratch_dir(spec)), "HOSTNAME": spec.pod_name}
@@ -116,8 +132,14 @@ class ProcessRuntime:
             "MOCKGPU_POD_NAME": spec.pod_name,
             "MOCKGPU_CONTAINER_NAME": spec.name,
         }  # who the fake driver says holds GPU memory
-        env |= spec.device_envs
-        env |= spec.env
+        if self.sandbox.fresh_root:
+            env |= spec.device_envs
+            env |= spec.env
+            return env
+        # no mount namespace: the mounts are at their host paths, and there is no private /tmp
+        env["TMPDIR"] = str(self.tmp_dir(spec))
+        env |= {k: rewrite_path(v, spec.mounts) for k, v in spec.device_envs.items()}
+        env |= {k: rewrite_path(v, spec.mounts) for k, v in spec.env.items()}
         return env
 
     def _working_dir(self, spec: ContainerSpec, home: Path) -> str:
@@ -125,11 +147,12 @@ class ProcessRuntime:
         if not spec.working_dir:
             return str(home)
         wd = os.path.normpath(spec.working_dir)
-        inside = [(str(home), str(home)), ("/tmp", "/tmp")]
+        tmp = "/tmp" if self.sandbox.fresh_root else str(self.tmp_dir(spec))
+        inside = [(str(home), str(home)), (tmp, tmp)]
         inside += [(m.container_path.rstrip("/") or "/", m.host_path) for m in spec.mounts]
         for c, h in inside:
-            if (wd == c or wd.startswith(c + "/")) and os.path.isdir(rewrite_path(wd, (Mount(c, h),))):
-                return wd
+            if (wd == c or wd.startswith(c + "/")) and os.path.isdir(host := rewrite_path(wd, (Mount(c, h),))):
+                return wd if self.sandbox.fresh_root else host
         raise CommandRefused(f"chdir to cwd ({spec.working_dir!r}) failed: no such directory")
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -139,6 +162,10 @@ class ProcessRuntime:
             old = self._containers.get(spec.key)
             if old is not None and not old.done.is_set():
                 raise RuntimeError(f"container {spec.name} of pod {spec.pod_uid} is already running")
+        try:
+            self.sandbox.check()  # the layer decides the paths and env below
+        except SandboxUnavailable:
+            pass  # refused below, as a StartError
         log_path = self.log_dir(spec) / f"{spec.restart_count}.log"
         remove_old_logs(log_path.parent, spec.restart_count)
         scratch = self.scratch_dir(spec)
@@ -158,19 +185,24 @@ class ProcessRuntime:
             started_at=now,
             restart_count=spec.restart_count,
         )
-        fd = -1
+        fds: list[int] = []
         try:
             host_argv = self.allowlist.host_argv(argv)
             cwd = self._working_dir(spec, scratch)
             mounts = tuple((m.host_path, m.container_path, not m.read_only) for m in spec.mounts)
             self.sandbox.prepare(scratch, [Path(h) for h, _, w in mounts if w])
-            fd = env_fd(env)
+            tmp = None
+            if not self.sandbox.fresh_root:
+                tmp = self.tmp_dir(spec)
+                tmp.mkdir(exist_ok=True)
+                self.sandbox.prepare(tmp, [])
+            fds.append(env_fd(env))
             sandboxed = self.sandbox.command(host_argv, cwd=cwd, home=scratch, hostname=spec.pod_name, mounts=mounts,
-                                             env_fd=fd)
+                                             env_fd=fds[0], extra_fds=fds, tmp=tmp)
             proc = subprocess.Popen(
                 sandboxed,
                 env=LAUNCHER_ENV,  # never the pod's: bwrap and setpriv run with privilege
-                pass_fds=(fd,),
+                pass_fds=tuple(fds),
                 cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -198,7 +230,7 @@ class ProcessRuntime:
                 self.on_exit(status)
             return status
         finally:
-            if fd >= 0:
+            for fd in fds:
                 os.close(fd)
         writer = LogWriter(log_path, self.log_rotation)
         writer.attach(proc.stdout, "stdout")
@@ -250,7 +282,9 @@ class ProcessRuntime:
             return None
         if c.proc is not None and not c.done.is_set():
             deadline = time.monotonic() + max(grace, 0)
-            if grace > 0:
+            if grace > 0 and not self.sandbox.fresh_root:
+                _killpg(c.proc.pid, signal.SIGTERM)  # no PID namespace: the group leader is the workload itself
+            elif grace > 0:
                 # Right after start the workload may not exist yet (bwrap still building the
                 # sandbox): retry until it gets the signal, as a real kubelet's stop finds pid 1.
                 while not _term_workload(c.proc.pid) and not c.done.wait(0.01) and time.monotonic() < deadline:
