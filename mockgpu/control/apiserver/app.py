@@ -85,7 +85,7 @@ class APIApp:
         self._openapi_lock = asyncio.Lock()
         self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
                                    client_max_size=limits.MAX_BODY_BYTES)
-        self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        self.app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)  # any path, newlines (%0a) too
 
     # ---- routing -----------------------------------------------------------------------------------------
 

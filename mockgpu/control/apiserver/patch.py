@@ -281,6 +281,8 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         child = _child(path, key)
         if value is None:
             out.pop(key, None)
+        elif key not in out:  # mergeMap: a key the original lacks takes the patch value as sent, nulls discarded
+            out[key] = _discard_nulls(value)  # (directives in it are not read: they stay, as unknown fields)
         elif isinstance(value, dict):
             merged = _merge_map(out.get(key), value, child)
             if merged is None:
@@ -301,6 +303,15 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         for key in [k for k in out if k not in retain]:
             out.pop(key)
     return out
+
+
+def _discard_nulls(value: Any) -> Any:
+    """upstream ``discardNullValuesFromPatch`` (``IgnoreUnmatchedNulls``): null map values go, at any depth."""
+    if isinstance(value, dict):
+        return {k: _discard_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_discard_nulls(v) for v in value]
+    return value
 
 
 def _strip(value: Any) -> Any:

@@ -250,11 +250,11 @@ def parse_field_selector(text: str | None, resource: str) -> FieldSelector:
     return field_selector(text, info.field_labels if info is not None else META_FIELDS)
 
 
-def field_selector(text: str | None, supported: FieldLabels) -> FieldSelector:
-    """``fieldSelector`` text → selector over the ``supported`` field labels, or a 400 StatusError."""
+def field_terms(text: str | None) -> list[tuple[str, str, str]]:
+    """The terms of a ``fieldSelector`` as ``fields.ParseSelector`` reads them (syntax only; 400 when malformed).
+    Decoding ListOptions does this, before they are validated and long before field labels are checked."""
     if not text or not text.strip():
-        return FieldSelector()
-    reqs = []
+        return []
     try:
         terms = []
         for term in sorted(split_unescaped(text, ",")):  # upstream sorts the terms before it reads them
@@ -262,6 +262,16 @@ def field_selector(text: str | None, supported: FieldLabels) -> FieldSelector:
                 continue
             field, op, value = split_term(text, term)
             terms.append((field, op, unescape(value)))
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return terms
+
+
+def field_selector(text: str | None, supported: FieldLabels) -> FieldSelector:
+    """``fieldSelector`` text → selector over the ``supported`` field labels, or a 400 StatusError."""
+    terms = field_terms(text)
+    reqs = []
+    try:
         for field, op, value in terms:
             if not field and not value:  # "=" alone selects everything upstream (hasTerm.Transform)
                 continue
