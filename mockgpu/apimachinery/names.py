@@ -85,7 +85,9 @@ def name_is_dns_subdomain(name: str, prefix: bool) -> list[str]:
 
 
 def _mask_prefix(name: str) -> str:
-    return name + "a" if name else name
+    """upstream ``maskTrailingDash``: a generateName prefix ending in '-' is checked with its last two characters
+    replaced by 'a' (so "a-" passes); any other prefix is checked as it is ("a." does not pass)."""
+    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
 def path_segment_name(name: str, prefix: bool) -> list[str]:

@@ -77,7 +77,7 @@ JSON_ERRORS = [
     ("replace-missing", [{"op": "replace", "path": "/metadata/nope", "value": 1}], 422),
     ("remove-missing", [{"op": "remove", "path": "/spec/x/y"}], 422),
     ("not-a-list", {"op": "add"}, 400),
-    ("unknown-op", [{"op": "frobnicate", "path": "/a"}], 400),
+    ("unknown-op", [{"op": "frobnicate", "path": "/a"}], 422),  # Apply's error: 422 upstream (patch.go)
 ]
 
 

@@ -539,10 +539,11 @@ def test_unsupported_field_selector_is_a_400() -> None:
 ])
 def test_admin_access_needs_the_namespace_label(kind: str, labels: dict[str, str], want: list) -> None:
     """upstream's AuthorizedForAdmin, before validation; the path is the claim's for a template too."""
-    from mockgpu.control.apiserver.resourcev1 import admin_access_errors
+    from mockgpu.control.apiserver.registry import by_kind
 
     obj = claim() if kind == "ResourceClaim" else template()
     devices = obj["spec"]["devices"] if kind == "ResourceClaim" else obj["spec"]["spec"]["devices"]
     devices["requests"][0]["exactly"]["adminAccess"] = True
-    got = [(e.field, f"{e.type}: {e.detail}") for e in admin_access_errors(kind, obj, labels)]
+    admission = by_kind(kind).admission  # the kind's record: resourcev1's claim_/template_admin_access
+    got = [(e.field, f"{e.type}: {e.detail}") for e in admission(obj, labels)]
     assert got == want

@@ -243,3 +243,46 @@ def test_bad_binding_and_eviction_bodies(raw, core, make_pod, sub, body, code):
 def test_bad_watch_parameters_are_400(raw, query):
     code, data, _ = raw.request("GET", f"{POD_PATH}?watch=true&{query}")
     assert code == 400 and _status(data)["reason"] == "BadRequest"
+
+
+# Issue 17: routing and negotiation edge cases answered as kube-apiserver v1.37.2 answers them (each compared
+# against the real API server by tests/conformance/test_hostile.py); the embedded server before: 404 or 200.
+@pytest.mark.parametrize(("method", "path", "headers", "code"), [
+    ("GET", "/", {}, 200),                                      # the index of paths
+    ("DELETE", "/", {}, 200),                                   # non-REST handlers take any method
+    ("DELETE", "/apis", {}, 200),
+    ("DELETE", "/apis/apps", {}, 200),
+    ("DELETE", "/readyz", {}, 200),
+    ("GET", "/api/v1/namespaces//configmaps", {}, 200),         # an empty namespace segment lists them all
+    ("DELETE", "/api/v1/namespaces//configmaps", {}, 400),      # "Namespace parameter required."
+    ("DELETE", "/api/v1/namespaces/default/pods/x/exec", {}, 405),
+    ("GET", "/api/v1/namespaces/default/pods/x/exec", {}, 404),  # connect subresources: the pod first
+    ("GET", "/api/v1/namespaces/default/pods/x/log?tailLines=abc", {}, 400),  # options before the pod
+    ("GET", "/api/v1/namespaces/default/pods/x/log?tailLines=-1", {}, 422),
+    ("GET", "/api/v1/namespaces/default/configmaps/%zz", {}, 400),  # Go's URL parser refuses a stray %
+    ("GET", "/api/v1/namespaces/default/configmaps", {"Accept": "text/html"}, 406),
+    ("GET", "/api/v1/namespaces/default/configmaps", {"Accept": "application/json;as=Bogus;g=meta.k8s.io;v=v1"},
+     406),
+    ("GET", "/api/v1/namespaces/default/configmaps", {"X-Long": "h" * 16 * 1024}, 200),  # Go reads 1 MiB of head
+])
+def test_routing_edge_cases_as_upstream(raw, method, path, headers, code):
+    got, body, _ = raw.request(method, path, headers=headers)
+    assert got == code, body[:300]
+    if code == 200 and path == "/":
+        assert "/api/v1" in json.loads(body)["paths"]
+
+
+def test_null_and_bom_bodies_as_go_decodes_them(raw):
+    code, body, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"null")
+    assert code == 422 and "metadata.name: Required value" in _status(body)["message"]
+    code, body, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps",
+                                b'\xef\xbb\xbf{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bom"}}')
+    assert code == 400
+    code, _, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps",
+                             b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"u8"},"data":{"k":"\xff"}}')
+    assert code == 201
+    code, _, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"{}", content_type="application/json;;;")
+    assert code == 415
+    code, body, _ = raw.request("POST", "/api/v1/namespaces/default/configmaps",
+                                b'{"metadata":{"name":"b64"},"binaryData":{"b":"x"}}')
+    assert code == 400 and "illegal base64 data at input byte 0" in _status(body)["message"]

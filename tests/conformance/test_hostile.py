@@ -68,6 +68,7 @@ def differences(case: Case, emb: Answer, up: Answer, emb_wrote: list[str],
     return diffs
 
 
+@pytest.mark.timeout(300 + N // 5)  # one family of the full run (10,000 cases) takes minutes on a loaded machine
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_hostile(report, targets, family):
     emb_t, up_t = targets

@@ -14,7 +14,7 @@ import copy
 from typing import Any
 
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.fieldvalidation import json_kind
+from mockgpu.control.apiserver.gojson import json_kind
 from mockgpu.control.apiserver.status import FieldError, field_invalid
 
 API_VERSION = "authorization.k8s.io/v1"

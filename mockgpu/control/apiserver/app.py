@@ -1,7 +1,7 @@
 """The HTTP face of the API server: kube-apiserver's URL layout, verbs, content types and responses.
 
 Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``, the same under
-``/apis/<group>/<version>`` for the named groups of ``discovery.GROUP_RESOURCES``, plus discovery
+``/apis/<group>/<version>`` for the named groups of ``registry``, plus discovery
 (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, ``/version``), ``/openapi/v3`` and health
 checks. Request bodies may be JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON,
 or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get). Reading requests is
@@ -11,33 +11,36 @@ or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get).
 from __future__ import annotations
 
 import asyncio
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from mockgpu.control.apiserver import (
-    access,
     discovery,
-    eventsv1,
     fieldvalidation,
     limits,
     listoptions,
     openapi,
     protobuf,
+    registry,
     workloads,
 )
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.patch import apply_patch
-from mockgpu.control.apiserver.podlogs import serve_log
+from mockgpu.control.apiserver.podlogs import log_options, serve_log
+from mockgpu.control.apiserver.registry.core import POD
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.request import (
     INCONSISTENT_CONTINUE,
     JSON,
     PATCH_TYPES,
     Target,
+    check_accept,
     check_namespace_segment,
     check_type_meta_types,
     decode_continue,
@@ -53,11 +56,16 @@ from mockgpu.control.apiserver.request import (
     verb_of,
     wants_table,
 )
-from mockgpu.control.apiserver.selectors import parse_field_selector, parse_label_selector
+from mockgpu.control.apiserver.selectors import field_selector, parse_label_selector
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.tables import to_table
 from mockgpu.control.apiserver.validation import default_and_validate
 from mockgpu.control.apiserver.watch import WatchHub, serve_watch
+
+#: a ``%`` not followed by two hex digits (Go's ``url.unescape``: "invalid URL escape")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: paths kube-apiserver's NonGoRestfulMux serves for any method (the index, /apis, health checks)
+_ANY_METHOD = frozenset({"/", "/apis", "/healthz", "/readyz", "/livez"})
 
 
 class APIApp:
@@ -77,14 +85,19 @@ class APIApp:
         self._openapi_lock = asyncio.Lock()
         self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
                                    client_max_size=limits.MAX_BODY_BYTES)
-        self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        self.app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)  # any path, newlines (%0a) too
 
     # ---- routing -----------------------------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        if _STRAY_PERCENT.search(request.raw_path.partition("?")[0]):
+            # Go's url.ParseRequestURI refuses an escape that is not %XX: net/http answers before any handler
+            return web.Response(status=400, text="400 Bad Request", headers={"Connection": "close"})
         path = request.path.rstrip("/") or "/"
         accept = request.headers.get("Accept", "")
-        if request.method == "GET":
+        # kube-apiserver's non-REST handlers (the index, discovery of /apis and its groups, health checks)
+        # answer whatever the method; the REST routes below check theirs
+        if request.method == "GET" or path in _ANY_METHOD or (path.startswith("/apis/") and path.count("/") == 2):
             simple = self._simple_get(path, accept)
             if simple is not None:
                 return simple
@@ -94,13 +107,15 @@ class APIApp:
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
         parts = path.split("/")[2:]  # /apis/<group>/<version>/...
-        if path.startswith("/apis/") and len(parts) > 2 and discovery.served("/".join(parts[:2])):
-            return await self._resource(request, parse_path(parts[2:], discovery.served("/".join(parts[:2]))))
+        if path.startswith("/apis/") and len(parts) > 2 and registry.served("/".join(parts[:2])):
+            return await self._resource(request, parse_path(parts[2:], registry.served("/".join(parts[:2]))))
         raise not_found_path()
 
     def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
+        if path == "/":
+            return json_response({"paths": discovery.root_paths()})
         if path == "/version":
             return json_response(discovery.version_info())
         if path == "/api":
@@ -143,7 +158,15 @@ class APIApp:
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, q = request.method, request.query
+        if t.sub in t.info.connect:
+            return self._connect(request, t)
         verb = verb_of(method, t, q)
+        if t.namespace == "":  # /namespaces//<plural>: upstream lists every namespace, and refuses the rest
+            if verb not in ("list", "watch"):
+                raise st.bad_request("Namespace parameter required.")
+            t = replace(t, namespace=None)
+        if t.sub != "log":  # a log is text/plain whatever the Accept
+            check_accept(request.headers.get("Accept", ""))
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):
@@ -161,14 +184,23 @@ class APIApp:
         if t.sub == "scale":
             return await self._scale(request, t, verb)
         if verb == "get":
+            # PodLogOptions are decoded and validated before the pod is looked up (upstream's LogREST.Get)
+            log_opts = log_options(q, t.name or "") if t.sub == "log" else None
             obj = self.api.get(t.info, ns, t.name or "")
-            if t.sub == "log":
+            if log_opts is not None:
                 return await serve_log(request, self.state_dir, obj,
-                                       lambda: self.store.get("pods", ns, t.name or ""))
+                                       lambda: self.store.get("pods", ns, t.name or ""), log_opts)
             return self._object_response(request, t.info, obj)
         dry_run = dry_run_of(q.getall("dryRun", []), verb)
         strict = verb in ("create", "update", "patch") and fieldvalidation.directive(q, verb) == "Strict"
         kind = None if verb == "patch" else {"binding": "Binding", "eviction": "Eviction"}.get(t.sub or "", t.info.kind)
+        # what the route refuses is refused before the body is read, as upstream's router and patch handler do
+        if verb == "create" and t.name is not None and t.sub not in ("binding", "eviction"):
+            raise st.method_not_allowed("POST", t.info.kind)
+        if verb == "patch":
+            patch_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if patch_type not in PATCH_TYPES:
+                raise st.unsupported_media_type(patch_type, accepted=PATCH_TYPES)
         body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict)
@@ -189,17 +221,28 @@ class APIApp:
             return await self._delete_collection(request, t)
         raise st.method_not_allowed(method, t.info.kind)
 
+    def _connect(self, request: web.Request, t: Target) -> web.StreamResponse:
+        """``pods/exec``, ``attach``, ``portforward`` and ``proxy``: upstream's connect subresources take GET and
+        POST (a streaming upgrade) and answer every other method 405. The embedded kubelets serve no streams:
+        an existing pod's GET/POST is a 400 as upstream's for a request without an upgrade."""
+        if request.method not in ("GET", "POST"):
+            raise st.method_not_allowed()
+        self.api.get(t.info, t.namespace or "", t.name or "")  # 404 for a pod that does not exist
+        raise st.bad_request("Upgrade request required")
+
     async def _body(self, request: web.Request, kind: str | None) -> Any:
         body = await read_body(request, kind=kind)
         if request.method != "PATCH":
             check_type_meta_types(body)
+            if body is None and kind is not None:  # JSON null: Go decodes it into the empty object
+                body = {}
         return body
 
     # ---- verbs -------------------------------------------------------------------------------------------
 
     async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
         ns = t.namespace or ""
-        if t.sub in ("binding", "eviction") or t.info.plural == "bindings":
+        if t.sub in ("binding", "eviction") or t.info.route_to is not None:
             if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
                 raise st.bad_request("the object provided is unrecognized (must be an object)")
             given = (body.get("metadata") or {}).get("name")
@@ -214,7 +257,7 @@ class APIApp:
                     raise st.bad_request("json: cannot unmarshal into Go struct field Eviction.deleteOptions of type "
                                          "v1.DeleteOptions")
                 if not dry_run:
-                    self.api.delete(RESOURCES["pods"], ns, name, delete_options(request.query, options))
+                    self.api.delete(POD, ns, name, delete_options(request.query, options))
             else:
                 binding = default_and_validate("Binding", {**body, "metadata": {**(body.get("metadata") or {}),
                                                                                 "name": name}},
@@ -224,15 +267,15 @@ class APIApp:
             return json_response(st.success_status(), 201)
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
-        if t.info.kind in access.REVIEW_KINDS:
-            return json_response(access.answer(t.info.kind, body), 201)
+        if t.info.review is not None:
+            return json_response(t.info.review(body), 201)
         if not isinstance(body, dict):
             raise st.bad_request("the object provided is unrecognized (must be an object)")
-        if t.info.group == "events.k8s.io":
-            errs = eventsv1.validate_create(body)
+        if t.info.view is not None:
+            errs = t.info.view.validate_create(body)
             if errs:
                 meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-                raise st.invalid("Event", meta.get("name") or meta.get("generateName") or "", errs, "events.k8s.io")
+                raise st.invalid(t.info.kind, meta.get("name") or meta.get("generateName") or "", errs, t.info.group)
         obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict)
         return self._object_response(request, t.info, obj, 201)
 
@@ -244,6 +287,14 @@ class APIApp:
         current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
         check_type_meta_types(patched)
+        if isinstance(patched, dict) and patched.get("kind", current.get("kind")) != current.get("kind"):
+            if ctype == "application/strategic-merge-patch+json":
+                # upstream converts the patched map into the typed object, whose kind the URL fixed: ignored
+                patched["kind"] = current.get("kind")
+            else:  # the patched JSON is decoded into the URL's type: a 422 on the patch (patch.go)
+                version = "/".join(filter(None, (t.info.group, t.info.version)))
+                raise fieldvalidation.patch_invalid(patched, body, ctype, (
+                    f'{patched["kind"]} in version "{version}" cannot be handled as a {t.info.kind}'))
         fieldvalidation.check_patched(t.info.group, t.info.kind, patched, body, ctype, strict)
         new = self._stored_form(t.info, patched, strict)
         self._check_event_update(t.info, ns, name, new)
@@ -279,32 +330,31 @@ class APIApp:
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
         return json_response(workloads.to_scale(obj))
 
-    # ---- events.k8s.io: another view of the core events -------------------------------------------------
+    # ---- views: a kind served as another group's conversion of a stored kind (events.k8s.io Events) ------------
 
     @staticmethod
-    def present(info: ResourceInfo, obj: Obj) -> Obj:
-        """An object as ``info``'s group serves it (events.k8s.io converts the stored core/v1 Event)."""
-        return eventsv1.from_core(obj) if info.group == "events.k8s.io" else obj
+    def present(info: Kind, obj: Obj) -> Obj:
+        """An object as ``info``'s group serves it (a view converts the stored object)."""
+        return info.view.from_stored(obj) if info.view is not None else obj
 
-    def _check_event_update(self, info: ResourceInfo, ns: str, name: str, new: Any) -> None:
-        if info.group == "events.k8s.io" and isinstance(new, dict):
-            errs = eventsv1.validate_update(new, self.api.get(info, ns, name))
+    def _check_event_update(self, info: Kind, ns: str, name: str, new: Any) -> None:
+        if info.view is not None and isinstance(new, dict):
+            errs = info.view.validate_update(new, self.api.get(info, ns, name))
             if errs:
-                raise st.invalid("Event", name, errs, "events.k8s.io")
+                raise st.invalid(info.kind, name, errs, info.group)
 
     @staticmethod
-    def _stored_form(info: ResourceInfo, body: Any, strict: bool) -> Any:
-        if info.group != "events.k8s.io" or not isinstance(body, dict):
+    def _stored_form(info: Kind, body: Any, strict: bool) -> Any:
+        if info.view is None or not isinstance(body, dict):
             return body
         fieldvalidation.check_body(info.group, info.kind, body, strict)
-        return eventsv1.to_core(body)
+        return info.view.to_stored(body)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         body = await read_body(request, empty={})
         opts = delete_options(request.query, body if isinstance(body, dict) else {})
         obj, removed = self.api.delete(t.info, t.namespace or "", t.name or "", opts)
-        if t.info.plural in ("pods", "namespaces") or t.info.group == "resource.k8s.io" or not removed:
-            # resource.k8s.io stores return the deleted object (upstream ``ReturnDeletedObject``)
+        if t.info.returns_deleted or not removed:
             return json_response(self.present(t.info, obj))
         meta = obj["metadata"]
         return json_response(st.success_status({"name": meta["name"], "kind": t.info.plural, "uid": meta.get("uid")}))
@@ -326,25 +376,24 @@ class APIApp:
 
     # ---- reads -------------------------------------------------------------------------------------------
 
-    def matcher(self, q: Any, info: ResourceInfo) -> Any:
+    def matcher(self, q: Any, info: Kind) -> Any:
         """A predicate for the request's labelSelector and fieldSelector (400 when malformed)."""
         labels = parse_label_selector(q.get("labelSelector", ""))
         text = q.get("fieldSelector", "")
-        if info.group == "events.k8s.io":
-            text = eventsv1.translate_field_selector(text)
-        fields = parse_field_selector(text, info.kind if info.group in ("", "events.k8s.io")  # core labels now
-                                      else f"{info.plural}.{info.group}")
+        if info.view is not None:
+            text = info.view.field_selector(text)
+        fields = field_selector(text, info.field_labels)
 
         def matches(obj: Obj) -> bool:
             return labels.matches(obj["metadata"].get("labels") or {}) and fields.matches(obj)
 
         return matches
 
-    def select(self, q: Any, info: ResourceInfo, ns: str | None) -> list[Obj]:
+    def select(self, q: Any, info: Kind, ns: str | None) -> list[Obj]:
         matches = self.matcher(q, info)
         return [o for o in self.store.list(info.plural, ns) if matches(o)]
 
-    def _list(self, request: web.Request, info: ResourceInfo, opts: listoptions.ListOptions,
+    def _list(self, request: web.Request, info: Kind, opts: listoptions.ListOptions,
               ns: str | None) -> web.Response:
         q = request.query
         rv = self._check_list_rv(q)
@@ -403,17 +452,17 @@ class APIApp:
             raise st.too_old_resource_version(wanted, rv)
         return rv
 
-    def table(self, info: ResourceInfo, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
+    def table(self, info: Kind, items: list[Obj], q: Any, version: str = "v1") -> dict[str, Any]:
         # printers read the stored form (one Event printer serves both groups, as upstream's internal type does)
         out = to_table(info.plural, items, include_object=q.get("includeObject", "Metadata"))
-        if info.group == "events.k8s.io" and q.get("includeObject") == "Object":
+        if info.view is not None and q.get("includeObject") == "Object":
             for row, obj in zip(out["rows"], items, strict=True):
                 row["object"] = self.present(info, obj)
         if version != "v1":
             out["apiVersion"] = f"meta.k8s.io/{version}"
         return out
 
-    def _object_response(self, request: web.Request, info: ResourceInfo, obj: Obj, status: int = 200) -> web.Response:
+    def _object_response(self, request: web.Request, info: Kind, obj: Obj, status: int = 200) -> web.Response:
         table = wants_table(request.headers.get("Accept", ""))
         if table:
             out = self.table(info, [obj], request.query, table)

@@ -40,6 +40,8 @@ def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamRe
                     raise st.unauthorized()
             if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
                 raise too_large()
+            if request.method == "CONNECT":  # no route matches its authority-form target; upstream: 405
+                raise st.method_not_allowed()
             return await handler(request)
         except st.StatusError as err:
             return status_response(err)

@@ -14,6 +14,7 @@ from typing import Any
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required
 from mockgpu.control.apiserver.workloadcommon import (
     Bare,
+    default_template,
     int_or_percent,
     invalid_bare,
     nonneg,
@@ -23,9 +24,13 @@ from mockgpu.control.apiserver.workloadcommon import (
 )
 
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+#: the status a new DaemonSet starts with: the Go type's counts without ``omitempty`` are written as 0
+EMPTY_STATUS = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}
 
 
 def apply_defaults(spec: dict[str, Any]) -> None:
+    """``SetDefaults_DaemonSet`` (with the pod template's defaults)."""
+    default_template(spec.get("template"))
     strategy = set_default(spec, "updateStrategy", {})
     if isinstance(strategy, dict):
         set_default(strategy, "type", "RollingUpdate")

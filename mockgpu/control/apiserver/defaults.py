@@ -16,6 +16,7 @@ import copy
 from typing import Any
 
 from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
+from mockgpu.apimachinery.status import forbidden
 from mockgpu.control.apiserver.names import generate_name
 
 DEFAULT_TOLERATION_SECONDS = 300
@@ -110,6 +111,16 @@ def qos_class(pod: dict[str, Any]) -> str:
     return "Burstable"
 
 
+def admit_priority(pod: dict[str, Any]) -> None:
+    """The Priority admission plugin (``plugin/pkg/admission/priority``): with no PriorityClass served the
+    priority it computes is 0, and a pod that sets another integer priority is refused (403)."""
+    priority = (pod.get("spec") or {}).get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool) and priority != 0:
+        name = (pod.get("metadata") or {}).get("name") or ""
+        raise forbidden("pods", name, f"the integer value of priority ({priority}) must not be provided in pod spec; "
+                                      "priority admission controller computed 0 from the given PriorityClass name")
+
+
 def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]:
     """The pod as the API server stores it on create: v1 defaults, admission defaults, fresh status."""
     pod = copy.deepcopy(pod)
@@ -130,6 +141,7 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
         spec.setdefault("serviceAccountName", "default")
         spec["serviceAccount"] = spec["serviceAccountName"]
         mount_service_account_token(spec)
+        admit_priority(pod)
         spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         add_default_tolerations(spec)

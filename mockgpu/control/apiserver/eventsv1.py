@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.selectors import _split_term, _split_unescaped
+from mockgpu.control.apiserver.fields import split_term, split_unescaped
 from mockgpu.control.apiserver.status import FieldError, field_invalid, field_required
 
 API_VERSION = "events.k8s.io/v1"
@@ -107,11 +107,11 @@ def validate_update(new_core: dict[str, Any], old_core: dict[str, Any]) -> list[
 def translate_field_selector(text: str) -> str:
     """An events.k8s.io fieldSelector rewritten to the core labels (400 for a label this group lacks)."""
     terms = []
-    for term in _split_unescaped(text or "", ","):
+    for term in split_unescaped(text or "", ","):
         if not term:
             continue
         try:
-            label, op, value = _split_term(text, term)
+            label, op, value = split_term(text, term)
         except ValueError as exc:
             raise st.bad_request(str(exc)) from None
         if label not in FIELD_LABELS:

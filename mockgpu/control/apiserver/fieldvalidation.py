@@ -21,7 +21,7 @@ checked (:func:`schema_of` returns None). Not stored, so not checked here: the a
 (``access.answer`` reads them), ``Scale`` and ``Eviction`` bodies (``app`` checks the fields it reads).
 
 Simplified against upstream: free-form fields (``object`` that is not an IntOrString: ``RawExtension``, opaque
-driver parameters) are stored as sent, unchecked; ``[]byte`` fields are checked to be strings, not for base64;
+driver parameters) are stored as sent, unchecked; ``[]byte`` fields must be standard base64 as Go decodes it;
 Go names a number it could not fit by its literal text, here by Python's (``1e3`` reads as ``1000.0``); duplicate
 keys are found in JSON bodies (YAML ones keep the last value silently); the strict errors of an object are listed
 duplicates first, then unknown fields, each in document order (Go interleaves them). Protobuf bodies
@@ -31,6 +31,7 @@ and numbers the schema does not know are skipped without a word, as upstream's p
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import json
 import threading
@@ -42,10 +43,11 @@ import yaml
 from aiohttp import web
 
 from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
-from mockgpu.control.apiserver import microtime
+from mockgpu.control.apiserver import microtime, registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import status_response
-from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, PY_KINDS, schema_name
+from mockgpu.control.apiserver.gojson import json_kind
+from mockgpu.control.apiserver.schemas import schema_name
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
 _SMP = "application/strategic-merge-patch+json"
@@ -279,9 +281,7 @@ def schema_of(group: str, kind: str) -> Node | None:
             # never at import time
             from kubernetes.client import models
 
-            model = PY_KINDS.get(kind) if group == "" else next(
-                (kinds[kind] for gv, kinds in GROUP_PY_KINDS.items() if gv.rpartition("/")[0] == group
-                 and kind in kinds), None)
+            model = registry.model_of(group, kind)
             _SCHEMAS[key] = _compile_model(model, _STRUCTS, models) if model else None
         return _SCHEMAS[key]
 
@@ -289,11 +289,9 @@ def schema_of(group: str, kind: str) -> Node | None:
 def compile_all() -> None:
     """Compile every served kind's schema (the server runs this in a worker thread as it starts, so that the
     first writes do not wait for the client's models to import)."""
-    for kind in PY_KINDS:
-        schema_of("", kind)
-    for gv, kinds in GROUP_PY_KINDS.items():
-        for kind in kinds:
-            schema_of(gv.rpartition("/")[0], kind)
+    for info in registry.KINDS:
+        if info.model:
+            schema_of(info.group, info.kind)
 
 
 # ---- the check --------------------------------------------------------------------------------------------------
@@ -338,6 +336,8 @@ def _struct(node: Node, obj: dict[str, Any], epath: str, spath: str, problems: l
             inlined = node.embedded.get(key)
             ep = f"{epath}.{inlined}.{key}" if inlined else f"{epath}.{key}" if epath else key
             _value(child, value, owner, ep, sp, problems)
+            if child.kind == BYTES and isinstance(value, list):
+                obj[key] = _bytes_of(value)
     for key in unknown:
         del obj[key]
 
@@ -347,14 +347,6 @@ def _zero(node: Node) -> Any:
     field that is null stays absent)."""
     return {STRING: "", BYTES: "", INT32: 0, INT64: 0, BOOL: False, FLOAT: 0, QUANTITY: "0", STRUCT: {},
             LIST: [], MAP: {}, INT_OR_STRING: 0}.get(node.kind)
-
-
-def json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return {str: "string", list: "array"}.get(type(value), "object")
 
 
 class _Mismatch(Exception):
@@ -388,6 +380,47 @@ class _Mismatch(Exception):
         return f"unrecognized type: {self.kind}"
 
 
+def _bytes_of(numbers: list[int]) -> str:
+    """A ``[]byte`` sent as a JSON array of bytes, as the server stores and returns it: standard base64."""
+    return base64.b64encode(bytes(numbers)).decode()
+
+
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def base64_error_at(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` finds ``text`` corrupt (``CorruptInputError``: the offset it reports),
+    or None when it decodes. As ``decodeQuantum``: CR and LF are skipped, a character outside the alphabet is
+    reported where it stands, ``=`` only closes a quantum of two or three characters, nothing may follow the
+    padding, and a last quantum cut short is reported where it began."""
+    i, n = 0, len(text)
+    while i < n:
+        start, j = i, 0
+        while j < 4:
+            if i == n:
+                return None if j == 0 else start
+            ch = text[i]
+            i += 1
+            if ch in "\r\n":
+                continue
+            if ch in _B64_ALPHABET:
+                j += 1
+                continue
+            if ch != "=" or j < 2:
+                return i - 1
+            # padding: "xx==" or "xxx="
+            while i < n and text[i] in "\r\n":
+                i += 1
+            if j == 2:  # "==" expected: not enough padding is reported at the end, a wrong one at its first "="
+                if i == n or text[i] != "=":
+                    return n if i == n else i - 1
+                i += 1
+                while i < n and text[i] in "\r\n":
+                    i += 1
+            return i if i < n else None
+    return None
+
+
 def _mismatch(value: Any, owner: str, epath: str, go: str, kind: str = "", custom: bool = False) -> _Mismatch:
     return _Mismatch(value, owner, epath, go, kind or go, custom)
 
@@ -398,9 +431,17 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
         if not isinstance(value, dict):
             raise _mismatch(value, owner, epath, node.go, STRUCT)
         _struct(node, value, epath, spath, problems)
+    elif kind == BYTES and isinstance(value, list):  # a []byte is a slice: encoding/json also takes [n, ...]
+        for n in value:
+            if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 256):
+                raise _mismatch(n, owner, epath, "uint8", INT64)
     elif kind == STRING or kind == BYTES:
         if not isinstance(value, str):
             raise _mismatch(value, owner, epath, node.go, kind)
+        if kind == BYTES:  # encoding/json decodes []byte from standard base64
+            at = base64_error_at(value)
+            if at is not None:
+                raise DecodeError(f"illegal base64 data at input byte {at}")
     elif kind == LIST:
         if not isinstance(value, list):
             raise _mismatch(value, owner, epath, node.go, LIST)
@@ -430,6 +471,8 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
                 value[key] = _zero(item)
             else:
                 _value(item, sub, owner, epath, f"{spath}.{key}", problems)
+                if item.kind == BYTES and isinstance(sub, list):
+                    value[key] = _bytes_of(sub)
     elif kind == INT32 or kind == INT64:
         bound = 2**31 if kind == INT32 else 2**63
         if not (isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound):
@@ -493,14 +536,15 @@ def check_patched(group: str, kind: str, patched: Any, patch: Any, content_type:
     try:
         problems += check(group, kind, patched, converter=content_type == _SMP) if isinstance(patched, dict) else []
     except DecodeError as exc:
-        raise _patch_invalid(patched, patch, content_type, str(exc)) from None
+        raise patch_invalid(patched, patch, content_type, str(exc)) from None
     if problems:
         if strict:
-            raise _patch_invalid(patched, patch, content_type, strict_error(problems))
+            raise patch_invalid(patched, patch, content_type, strict_error(problems))
         warn(problems)
 
 
-def _patch_invalid(patched: Any, patch: Any, content_type: str, detail: str) -> st.StatusError:
+def patch_invalid(patched: Any, patch: Any, content_type: str, detail: str) -> st.StatusError:
+    """upstream's 422 on a patch whose result does not decode: ``patch: Invalid value: <shown>: <detail>``."""
     if content_type == _SMP:
         shown = _go_print(patch)
     else:  # the patched document as stored (upstream prints it in the Go structs' field order, with managedFields)

@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.apimachinery.timefmt import rfc3339
+from mockgpu.control.apiserver import registry
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo, stored_plurals
 from mockgpu.control.apiserver.names import generate_name
+from mockgpu.control.apiserver.registry.core import POD
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.apiserver.validation import check_decode, check_type_meta, default_and_validate
 
-STATUS_SUBRESOURCE = {"pods", "nodes", "namespaces", "deployments", "replicasets", "jobs", "daemonsets", "cronjobs",
-                      "statefulsets", "resourceclaims"}
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _META_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
@@ -41,10 +40,6 @@ class DeleteOptions:
     propagation: str | None = None  # Foreground, Background, Orphan; None: the resource's default
 
 
-#: kinds whose dependents the garbage collector handles, and their default propagation (batch/v1 Jobs orphan
-#: their pods unless told otherwise, for compatibility, as upstream's job strategy says)
-GC_DEFAULT_POLICY = {"deployments": "Background", "replicasets": "Background", "jobs": "Orphan",
-                     "daemonsets": "Background", "cronjobs": "Background", "statefulsets": "Background"}
 _GC_FINALIZER = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
 
 
@@ -63,7 +58,7 @@ class ResourceAPI:
 
     # ---- reads -------------------------------------------------------------------------------------------
 
-    def get(self, info: ResourceInfo, ns: str, name: str) -> Obj:
+    def get(self, info: Kind, ns: str, name: str) -> Obj:
         obj = self.store.get(info.plural, ns, name)
         if obj is None:
             raise st.not_found(info.plural, name, info.group)
@@ -75,7 +70,7 @@ class ResourceAPI:
 
     # ---- create ------------------------------------------------------------------------------------------
 
-    def create(self, info: ResourceInfo, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
+    def create(self, info: Kind, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
         obj = copy.deepcopy(body)
         check_type_meta(info.kind, obj)  # decoded before the server touches the metadata, as upstream
         check_decode(info.kind, obj, strict)
@@ -96,7 +91,7 @@ class ResourceAPI:
             self.require_namespace(ns)
         uid = meta["uid"] = str(uuid.uuid4())  # before validation, as BeforeCreate: a Job's selector names it
         labels = None
-        if info.kind in ("ResourceClaim", "ResourceClaimTemplate"):  # their strategies read the namespace
+        if info.admission is not None:  # the kind's strategy reads the namespace
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
                                    namespace_labels=labels)
@@ -110,11 +105,11 @@ class ResourceAPI:
             meta.pop("resourceVersion", None)  # upstream: a dry-run create has no version
             return obj
         obj = self.store.create(info.plural, _ordered(obj))
-        if info.plural == "namespaces":
-            self._namespace_defaults(name)
+        if info.lifecycle is not None and info.lifecycle.created is not None:
+            info.lifecycle.created(self, name)
         return obj
 
-    def _namespace_defaults(self, ns: str) -> None:
+    def populate_namespace(self, ns: str) -> None:
         """What kube-controller-manager puts in every namespace: the ``default`` ServiceAccount
         (serviceaccount-controller) and the ``kube-root-ca.crt`` ConfigMap (root-ca-certificate-publisher)."""
         if self.store.get("serviceaccounts", ns, "default") is None:
@@ -131,7 +126,7 @@ class ResourceAPI:
 
     # ---- update and patch --------------------------------------------------------------------------------
 
-    def update(self, info: ResourceInfo, ns: str, name: str, body: Obj, *, sub: str | None = None,
+    def update(self, info: Kind, ns: str, name: str, body: Obj, *, sub: str | None = None,
                dry_run: bool = False, strict: bool = False) -> Obj:
         """PUT: the whole object; a stale ``metadata.resourceVersion`` is a 409 Conflict."""
         old = self.get(info, ns, name)
@@ -151,7 +146,7 @@ class ResourceAPI:
             raise st.conflict(info.plural, name, info.group)
         return self._replace(info, old, body, sub=sub, dry_run=dry_run, strict=strict)
 
-    def _replace(self, info: ResourceInfo, old: Obj, body: Obj, *, sub: str | None, dry_run: bool,
+    def _replace(self, info: Kind, old: Obj, body: Obj, *, sub: str | None, dry_run: bool,
                  strict: bool = False) -> Obj:
         new = copy.deepcopy(body)
         meta = new.setdefault("metadata", {})
@@ -164,7 +159,7 @@ class ResourceAPI:
                 meta[f] = old_meta[f]
             else:
                 meta.pop(f, None)
-        if info.plural in STATUS_SUBRESOURCE:
+        if info.has("status"):
             if sub == "status":  # status writes change status only (ResetObjectMetaForStatus)
                 new = {**copy.deepcopy(old), "status": new.get("status", {})}
             else:
@@ -181,7 +176,7 @@ class ResourceAPI:
             return self.store.delete(info.plural, old)
         return self.store.update(info.plural, _ordered(new), old)
 
-    def patched(self, info: ResourceInfo, ns: str, name: str, patched: Obj, *, sub: str | None = None,
+    def patched(self, info: Kind, ns: str, name: str, patched: Obj, *, sub: str | None = None,
                 dry_run: bool = False, strict: bool = False) -> Obj:
         """Store the result of applying a patch to the current object (the HTTP layer applies it)."""
         old = self.get(info, ns, name)
@@ -198,7 +193,7 @@ class ResourceAPI:
 
     # ---- delete ------------------------------------------------------------------------------------------
 
-    def delete(self, info: ResourceInfo, ns: str, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
+    def delete(self, info: Kind, ns: str, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
         """(object, removed). Bound pods and objects with finalizers are only marked for deletion."""
         old = self.get(info, ns, name)
         meta = old["metadata"]
@@ -209,17 +204,18 @@ class ResourceAPI:
             raise st.conflict(info.plural, name, info.group, f"Precondition failed: ResourceVersion in "
                               f"precondition: {opts.resource_version}, ResourceVersion in object meta: "
                               f"{meta.get('resourceVersion')}")
-        if info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
-            raise st.forbidden(resource="namespaces", name=name, reason="this namespace may not be deleted")
+        lifecycle = info.lifecycle
+        if lifecycle is not None and name in lifecycle.immortal:
+            raise st.forbidden(resource=info.plural, name=name, reason=f"this {info.singular} may not be deleted")
         grace = self._grace(info, old, opts)
-        policy = opts.propagation or GC_DEFAULT_POLICY.get(info.plural)
-        if info.plural in GC_DEFAULT_POLICY and policy in _GC_FINALIZER:
+        policy = opts.propagation or info.gc_policy
+        if info.gc_policy is not None and policy in _GC_FINALIZER:
             return self._delete_with_finalizer(info, old, _GC_FINALIZER[policy], opts.dry_run)
         if grace == 0 and not meta.get("finalizers"):
             if opts.dry_run:
                 return old, True
-            if info.plural == "namespaces":
-                self._delete_namespace_contents(name)
+            if lifecycle is not None and lifecycle.removing is not None:
+                lifecycle.removing(self, name)
             return self.store.delete(info.plural, old), True
         current = meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current is not None and current <= grace:
@@ -228,13 +224,13 @@ class ResourceAPI:
         new["metadata"]["deletionTimestamp"] = meta.get("deletionTimestamp") if current == grace else \
             now_rfc3339(grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
-        if info.plural == "namespaces":
-            new.setdefault("status", {})["phase"] = "Terminating"
+        if lifecycle is not None and lifecycle.terminating is not None:
+            lifecycle.terminating(new)
         if opts.dry_run:
             return new, False
         return self.store.update(info.plural, new, old), False
 
-    def _delete_with_finalizer(self, info: ResourceInfo, old: Obj, finalizer: str, dry_run: bool) -> tuple[Obj, bool]:
+    def _delete_with_finalizer(self, info: Kind, old: Obj, finalizer: str, dry_run: bool) -> tuple[Obj, bool]:
         """Foreground or orphan deletion: the object stays, marked, with the finalizer the garbage collector
         removes once the dependents are deleted (foreground) or released (orphan)."""
         new = copy.deepcopy(old)
@@ -247,23 +243,13 @@ class ResourceAPI:
             return new, False
         return self.store.update(info.plural, new, old), False
 
-    def _grace(self, info: ResourceInfo, obj: Obj, opts: DeleteOptions) -> int:
-        """Upstream CheckGracefulDelete: only bound, non-terminal pods get a grace period."""
-        if info.plural != "pods":
-            return 0
-        spec, status = obj.get("spec", {}), obj.get("status", {})
-        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if opts.grace_period is not None:
-            return 1 if opts.grace_period < 0 else opts.grace_period  # upstream: negative means 1 second
-        current = obj["metadata"].get("deletionGracePeriodSeconds")
-        if current is not None:
-            return int(current)
-        return int(spec.get("terminationGracePeriodSeconds", 30))
+    def _grace(self, info: Kind, obj: Obj, opts: DeleteOptions) -> int:
+        """Upstream CheckGracefulDelete: the kind's rule (pods), else 0 (deleted at once)."""
+        return info.grace_period(obj, opts.grace_period) if info.grace_period is not None else 0
 
-    def _delete_namespace_contents(self, ns: str) -> None:
+    def delete_namespace_contents(self, ns: str) -> None:
         """Simplified namespace controller: everything in the namespace goes at once."""
-        for plural in stored_plurals():
+        for plural in registry.stored_plurals():
             for obj in list(self.store.list(plural, ns)):
                 self.store.delete(plural, obj)
 
@@ -274,7 +260,7 @@ class ResourceAPI:
         target = binding.get("target") if isinstance(binding, dict) else None
         if not isinstance(target, dict) or not target.get("name"):
             raise st.invalid("Binding", name, [("FieldValueRequired", "Required value", "target.name")])
-        old = self.get(RESOURCES["pods"], ns, name)
+        old = self.get(POD, ns, name)
         if old["metadata"].get("deletionTimestamp"):
             raise st.conflict("pods/binding", name, reason=f"pod {name} is being deleted, cannot be assigned to a "
                                                            "host")
@@ -293,8 +279,8 @@ class ResourceAPI:
         self.store.update("pods", new, old)
 
 
-def _grace_done(obj: Obj, info: ResourceInfo) -> bool:
-    return info.plural != "pods" or not obj["metadata"].get("deletionGracePeriodSeconds")
+def _grace_done(obj: Obj, info: Kind) -> bool:
+    return info.grace_period is None or not obj["metadata"].get("deletionGracePeriodSeconds")
 
 
 _ORDER = ("apiVersion", "kind", "metadata", "spec")

@@ -12,11 +12,17 @@
   exceeds :func:`allowed_alias_ratio`, the document is refused with "yaml: document contains excessive
   aliasing" before anything is expanded. Two bounds of our own: a YAML body may expand to at most
   ``MAX_YAML_EXPANDED_BYTES`` of JSON (upstream has no such bound: a long string named 99 times passes goyaml's
-  rule; we answer 413 rather than build hundreds of MB), and nesting is bounded by libyaml's own limit (1000),
-  not goyaml's 10000, so YAML nested deeper than 1000 is a 400 where upstream would accept it.
+  rule; we answer 413 rather than build hundreds of MB). Nesting: libyaml's own limit (1000 by default) is
+  raised to ``MAX_DEPTH`` (``yaml_set_max_nest_level``, which PyYAML's bundled libyaml exports), so a YAML body
+  may nest as deep as a JSON one, as upstream's YAML bodies become JSON and meet the same bound.
 - JSON patches: at most ``MAX_JSON_PATCH_OPS`` operations (413, ``handlers/patch.go``
   ``maxJSONPatchOperations``) and at most ``JSON_PATCH_MAX_COPY_BYTES`` copied by ``copy`` operations
   (``--json-patch-max-copy-bytes`` → ``jsonpatch.AccumulatedCopySizeLimit``, 422).
+- Request heads: Go's net/http reads up to 1 MiB of request line and headers together (``DefaultMaxHeaderBytes``;
+  431 beyond) and kube-apiserver keeps that default. aiohttp bounds each line, not their sum, so the embedded
+  server takes lines of up to ``HTTP_PARSER_LIMITS`` (32 KiB) and 256 of them: what clients send (long label
+  selectors, a few hundred headers) is read as upstream reads it, a single header past 32 KiB is a 400 where
+  upstream reads it (or answers 431 past 1 MiB), and one request head costs at most 8 MiB.
 - Stored objects: at most ``MAX_OBJECT_BYTES`` encoded (etcd's default ``--max-request-bytes``, 1.5 MiB). etcd
   refuses a larger write with "etcdserver: request is too large" (and past 2 MiB kube-apiserver's etcd client
   refuses to send it), which kube-apiserver does not convert: the client gets a 500 whose reason is empty
@@ -46,6 +52,8 @@ JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024
 MAX_OBJECT_BYTES = 1536 * 1024
 ETCD_CLIENT_MAX_SEND_BYTES = 2 * 1024 * 1024  # kube-apiserver's etcd client: grpc MaxCallSendMsgSize
 MAX_YAML_EXPANDED_BYTES = 32 * 1024 * 1024
+#: aiohttp's request-head bounds (its defaults: 8190-byte lines, 128 headers); see the module's docstring
+HTTP_PARSER_LIMITS = {"max_line_size": 32 * 1024, "max_field_size": 32 * 1024, "max_headers": 256}
 #: bodies smaller than this are decoded on the event loop (a thread hop costs more than decoding them)
 INLINE_DECODE_BYTES = 64 * 1024
 
@@ -54,7 +62,46 @@ _ALIAS_RATIO_LOW = 400_000
 _ALIAS_RATIO_HIGH = 4_000_000
 _RECURSION_LIMIT = 4 * MAX_DEPTH + 1000
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _raise_libyaml_nesting() -> None:
+    """libyaml refuses documents nested deeper than 1000 ("exceeded maximum nesting depth"); allow ``MAX_DEPTH``
+    as the JSON path does. libyaml's parser keeps its states on a heap stack; PyYAML's composer recurses once
+    per level (checked here on a worker thread's default 8 MiB stack at 10000 levels)."""
+    if _SafeLoader is yaml.SafeLoader:
+        return  # the pure-Python parser has no such limit of its own; the JSON bound applies after
+    try:
+        lib = ctypes.CDLL(yaml._yaml.__file__)  # type: ignore[attr-defined]
+        lib.yaml_set_max_nest_level(MAX_DEPTH)
+    except (OSError, AttributeError):
+        pass  # an older libyaml (< 0.2.5) without the setting: its 1000 stays
+
+
+_raise_libyaml_nesting()
+
+
+class _Loader(_SafeLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with goyaml's reading of tags it does not know (``resolve.go``: an unresolvable tag
+    leaves the node as it is written): ``!!python/name:os.system NAME`` is the string ``NAME``, not an error."""
+
+
+def _untagged(loader: yaml.SafeLoader, _suffix: str, node: Node) -> Any:
+    if isinstance(node, MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+def _binary(loader: yaml.SafeLoader, node: Node) -> str:
+    """``!!binary``: goyaml decodes the base64 into a Go string, which JSON encodes as text (invalid UTF-8 as
+    U+FFFD)."""
+    return loader.construct_yaml_binary(node).decode("utf-8", "replace")  # type: ignore[arg-type]
+
+
+_Loader.add_multi_constructor("", _untagged)
+_Loader.add_constructor("tag:yaml.org,2002:binary", _binary)
 
 
 def ensure_recursion_headroom() -> None:
@@ -273,13 +320,13 @@ def check_aliasing(root: Node) -> None:
 
 
 def load_yaml(text: str, inspect: Callable[[Node], None] | None = None) -> Any:
-    """One YAML document as the JSON value ``sigs.k8s.io/yaml.YAMLToJSON`` makes of it (timestamps become
-    strings; .inf/.nan are refused), with goyaml's alias limit and a bound on its JSON form. ``inspect`` sees
-    the composed node graph once it passed the alias limit (the field validation's duplicate-key check), so
-    the document is parsed once."""
+    """The first YAML document as the JSON value ``sigs.k8s.io/yaml.YAMLToJSON`` makes of it (timestamps become
+    strings; .inf/.nan are refused; goyaml's ``Unmarshal`` reads the first document and leaves the rest), with
+    goyaml's alias limit and a bound on its JSON form. ``inspect`` sees the composed node graph once it passed
+    the alias limit (the field validation's duplicate-key check), so the document is parsed once."""
     loader = _Loader(text)
     try:
-        node = loader.get_single_node()
+        node = loader.get_node() if loader.check_node() else None
         if node is None:
             return None
         if "*" in text:

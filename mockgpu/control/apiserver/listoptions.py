@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mockgpu.control.apiserver import selectors
 from mockgpu.control.apiserver import status as st
 
 EXACT, NOT_OLDER_THAN = "Exact", "NotOlderThan"
@@ -74,6 +75,10 @@ def decode(q: Any, watch: bool) -> ListOptions:
                        limit=limit or 0, timeout_seconds=timeout,
                        send_initial_events=None if send is None else go_bool(send),
                        allow_bookmarks=go_bool(_first(q, "allowWatchBookmarks")))
+    # the selectors are parsed as the internal ListOptions are made from them (400), before the options are
+    # validated (422); whether a field label is supported is checked after that (``selectors.field_selector``)
+    selectors.parse_label_selector(_first(q, "labelSelector"))
+    selectors.field_terms(_first(q, "fieldSelector"))
     causes = validate(_with_defaults(opts))
     if causes:
         err = st.invalid("ListOptions", "", causes, "meta.k8s.io")

@@ -1,6 +1,6 @@
 """``metav1.MicroTime``: how kube-apiserver decodes and encodes the microsecond timestamps of Leases
 (``spec.acquireTime``, ``spec.renewTime``) and Events (``eventTime``, ``series.lastObservedTime``); and how it
-decodes a ``metav1.Time`` (RFC 3339, :func:`time_error`). ``fieldvalidation`` finds the fields of each.
+decodes a ``metav1.Time`` (RFC 3339, :func:`time_error`). The kinds' records list where their MicroTimes are.
 
 Decoding is Go's ``time.Parse`` with the layout ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional
 digits, a ``Z`` or numeric offset, and Go's error texts; encoding is UTC with six digits.
@@ -79,24 +79,9 @@ def time_error(value: str) -> str | None:
     return f'parsing time "{value}" as "{RFC3339}": extra text: "{rest}"' if rest else None
 
 
-
-
-
-
-
-
-
-
-#: where each kind has MicroTime fields (paths of keys)
-FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "Lease": (("spec", "acquireTime"), ("spec", "renewTime")),
-    "Event": (("eventTime",), ("series", "lastObservedTime")),
-}
-
-
-def _holders(kind: str, obj: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def _holders(paths: tuple[tuple[str, ...], ...], obj: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
     out = []
-    for path in FIELDS.get(kind, ()):
+    for path in paths:
         cur: Any = obj
         for key in path[:-1]:
             cur = cur.get(key) if isinstance(cur, dict) else None
@@ -105,7 +90,8 @@ def _holders(kind: str, obj: dict[str, Any]) -> list[tuple[dict[str, Any], str]]
     return out
 
 
-def normalize(kind: str, obj: dict[str, Any]) -> None:
-    """Re-encode the MicroTimes as the Go types do on the way out (``+02:00`` becomes UTC ``Z``)."""
-    for holder, key in _holders(kind, obj):
+def normalize(paths: tuple[tuple[str, ...], ...], obj: dict[str, Any]) -> None:
+    """Re-encode the MicroTimes at ``paths`` (a kind's record lists them) as the Go types do on the way out
+    (``+02:00`` becomes UTC ``Z``)."""
+    for holder, key in _holders(paths, obj):
         holder[key] = micro_time(parse_micro_time(holder[key]))

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,7 @@ def validate_object_meta(meta: dict[str, Any], namespaced: bool, name_fn: NameFn
         errs += [field_invalid("metadata.annotations", key, m) for m in qualified_name(key.lower())]
     if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(field_too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT))
+    errs += validate_finalizers(meta.get("finalizers") or [])
     for i, ref in enumerate(meta.get("ownerReferences") or []):
         for key in ("apiVersion", "kind", "name", "uid"):
             if not (ref or {}).get(key):
@@ -61,6 +63,37 @@ def validate_object_meta(meta: dict[str, Any], namespaced: bool, name_fn: NameFn
                 errs.append(field_invalid(f"metadata.ownerReferences[{i}].{key}" if key != "uid" else
                                           f"metadata.ownerReferences[{i}].uid", (ref or {}).get(key, ""), detail))
     return errs
+
+
+#: core's standard finalizer names (``helper.IsStandardFinalizerName``): kubernetes, orphan, foregroundDeletion
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def validate_finalizers(finalizers: list[str]) -> list[FieldError]:
+    """apimachinery's ``ValidateFinalizers`` (each a qualified name, not both orphan and foregroundDeletion) and
+    core's ``validateKubeFinalizerName`` (a name without a '/' must be a standard one)."""
+    errs: list[FieldError] = []
+    for i, fin in enumerate(finalizers):
+        if not isinstance(fin, str):
+            continue  # a wrong type is the decoder's 400
+        errs += [field_invalid("metadata.finalizers", fin, m) for m in qualified_name(fin)]
+        if "/" not in fin and fin not in STANDARD_FINALIZERS:
+            errs.append(field_invalid(f"metadata.finalizers[{i}]", fin,
+                                      "name is neither a standard finalizer name nor is it fully qualified"))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        errs.append(field_invalid("metadata.finalizers", _GoStrings(finalizers),
+                                  "finalizer orphan and foregroundDeletion cannot be both set"))
+    return errs
+
+
+class _GoStrings:
+    """A []string as a field error prints it (``%#v``): ``[]string{"orphan", "foregroundDeletion"}``."""
+
+    def __init__(self, items: list[str]) -> None:
+        self.items = items
+
+    def __str__(self) -> str:
+        return "[]string{" + ", ".join(json.dumps(i) for i in self.items) + "}"
 
 
 def validate_labels(labels: dict[str, str], path: str) -> list[FieldError]:

@@ -14,8 +14,9 @@ import hashlib
 import json
 from typing import Any
 
-from mockgpu.control.apiserver.discovery import GIT_VERSION, GROUP_RESOURCES, RESOURCES
-from mockgpu.control.apiserver.schemas import GROUP_PY_KINDS, component_schemas
+from mockgpu.apimachinery.version import GIT_VERSION
+from mockgpu.control.apiserver import registry
+from mockgpu.control.apiserver.schemas import component_schemas
 
 _FIELD_VALIDATION_PARAM = {
     "name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
@@ -37,12 +38,12 @@ def openapi_v3_document(group_version: str) -> dict[str, Any]:
     """``GET /openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``: each kind's item path (GET, and
     PATCH accepting ``fieldValidation``) and the schemas (for ``kubectl explain``)."""
     paths: dict[str, Any] = {}
-    resources = RESOURCES if group_version == "v1" else GROUP_RESOURCES[group_version]
+    resources = registry.served(group_version) or {}
     prefix = "api/v1" if group_version == "v1" else f"apis/{group_version}"
     for plural, info in resources.items():
         if "get" not in info.verbs:
             continue
-        gvk = {"group": info.group, "version": "v1", "kind": info.kind}
+        gvk = {"group": info.group, "version": info.version, "kind": info.kind}
         ops: dict[str, Any] = {}
         for verb in ("get", "patch"):  # kubectl explain finds a kind by its path; apply reads fieldValidation
             if verb in info.verbs:
@@ -58,7 +59,7 @@ def openapi_v3_document(group_version: str) -> dict[str, Any]:
 
 
 #: the group-versions with an OpenAPI v3 document (those whose kinds the official client models)
-DOCUMENTED = ("v1", *GROUP_PY_KINDS)
+DOCUMENTED = ("v1", *(gv for gv in registry.group_versions() if registry.models(gv)))
 
 
 @functools.cache

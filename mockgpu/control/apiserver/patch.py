@@ -176,6 +176,18 @@ def _add(doc: Any, path: str, value: Any, op: str, replace: bool = False) -> Any
     return doc
 
 
+def _copy_source(doc: Any, path: Any) -> Any:
+    """What a ``copy`` duplicates. As evanphx/json-patch v4 (``gopkg.in/evanphx/json-patch.v4``, which
+    kube-apiserver uses): the parent of ``from`` must exist, but a missing key in an object reads as null (its
+    ``partialDoc.get`` returns nil without an error), so copying from nowhere adds a null."""
+    parts = _pointer(path)
+    if parts:
+        parent, key = _parent(doc, parts, "copy", path)
+        if isinstance(parent, dict):
+            return parent.get(key)
+    return _get(doc, path, "copy")
+
+
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """RFC 6902 on a copy of ``obj``; a malformed patch is 400, one that does not apply 422."""
     if not isinstance(ops, list):
@@ -188,12 +200,15 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     doc: Any = copy.deepcopy(obj)
     copied = 0  # bytes duplicated by copy operations (jsonpatch.AccumulatedCopySizeLimit)
     for op in ops:
+        if op is None:  # decodes as an empty operation, whose kind evanphx/json-patch reads as "unknown"
+            op = {}
         if not isinstance(op, dict):
             raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op)} into Go value of type "
                               "handlers.jsonPatchOp")
-        if not isinstance(op.get("op"), str):
-            raise bad_request(f"invalid operation {json.dumps(op)}: missing op")
-        kind, path = op["op"], op.get("path")
+        if op.get("op") is not None and not isinstance(op["op"], str):
+            raise bad_request(f"error decoding patch: json: cannot unmarshal {_jtype(op['op'])} into Go struct field "
+                              "jsonPatchOp.op of type string")
+        kind, path = op.get("op") or "unknown", op.get("path")
         if kind in ("add", "replace", "test") and "value" not in op:
             raise invalid_patch(f"{kind} operation does not apply: missing value")
         if kind in ("add", "replace", "test", "move") and limits.exceeds_depth(
@@ -209,7 +224,7 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         elif kind == "move":
             doc = _add(doc, path, _remove(doc, op.get("from"), "move"), "move")
         elif kind == "copy":
-            value = _get(doc, op.get("from"), "copy")
+            value = _copy_source(doc, op.get("from"))
             copied += limits.encoded_size(value)
             if copied > limits.JSON_PATCH_MAX_COPY_BYTES:
                 raise invalid_patch(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
@@ -220,8 +235,8 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         elif kind == "test":
             if _get(doc, path, "test") != op["value"]:
                 raise invalid_patch(f"testing value {path} failed: test failed")
-        else:
-            raise bad_request(f"Unexpected kind: {kind}")
+        else:  # Apply's error, which upstream answers 422 like any other (patch.go applyJSPatch)
+            raise invalid_patch(f"Unexpected kind: {kind}")
     if not isinstance(doc, dict):
         raise invalid_patch("the patched object is not a JSON object")
     if limits.exceeds_depth(doc):  # moves and adds can nest values deeper than any body was
@@ -258,12 +273,16 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         raise _SMPError(f"Unknown patch type: {directive} in map: {json.dumps(patch)}")
     out = original if isinstance(original, dict) else {}
     retain = patch.pop("$retainKeys", None)
+    if retain is not None and not isinstance(retain, list):  # mergepatch.ErrBadPatchFormatForRetainKeys
+        raise _SMPError("invalid patch format of retainKeys")
     orders = {k.split("/", 1)[1]: patch.pop(k) for k in list(patch) if k.startswith("$setElementOrder/")}
     deletes = {k.split("/", 1)[1]: patch.pop(k) for k in list(patch) if k.startswith("$deleteFromPrimitiveList/")}
     for key, value in patch.items():
         child = _child(path, key)
         if value is None:
             out.pop(key, None)
+        elif key not in out:  # mergeMap: a key the original lacks takes the patch value as sent, nulls discarded
+            out[key] = _discard_nulls(value)  # (directives in it are not read: they stay, as unknown fields)
         elif isinstance(value, dict):
             merged = _merge_map(out.get(key), value, child)
             if merged is None:
@@ -284,6 +303,15 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         for key in [k for k in out if k not in retain]:
             out.pop(key)
     return out
+
+
+def _discard_nulls(value: Any) -> Any:
+    """upstream ``discardNullValuesFromPatch`` (``IgnoreUnmatchedNulls``): null map values go, at any depth."""
+    if isinstance(value, dict):
+        return {k: _discard_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_discard_nulls(v) for v in value]
+    return value
 
 
 def _strip(value: Any) -> Any:

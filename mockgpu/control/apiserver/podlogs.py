@@ -101,8 +101,9 @@ def _bool(q, name: str) -> bool:  # noqa: ANN001
     return v is not None and v != "0" and v.lower() != "false"
 
 
-def _options(q, name: str) -> dict:  # noqa: ANN001
-    """The query as PodLogOptions, validated as upstream's ``ValidatePodLogOptions``."""
+def log_options(q, name: str) -> dict:  # noqa: ANN001
+    """The query as PodLogOptions, validated as upstream's ``ValidatePodLogOptions`` (``name``: the pod's name
+    in the URL, which the 422 names; the API server calls this before it looks the pod up, as upstream does)."""
     tail, limit, since_s = _int(q, "tailLines"), _int(q, "limitBytes"), _int(q, "sinceSeconds")
     since_time = None
     if "sinceTime" in q:
@@ -130,12 +131,14 @@ def _options(q, name: str) -> dict:  # noqa: ANN001
 
 
 async def serve_log(request: web.Request, state_dir: Path, pod: Obj,
-                    current: Callable[[], Obj | None]) -> web.StreamResponse:
-    """The log of one container; ``follow`` streams new output until the container ends or the client leaves."""
+                    current: Callable[[], Obj | None], opts: dict | None = None) -> web.StreamResponse:
+    """The log of one container; ``follow`` streams new output until the container ends or the client leaves.
+    ``opts``: the request's :func:`log_options`, when the caller decoded them already."""
     q = request.query
     meta = pod["metadata"]
+    if opts is None:
+        opts = log_options(q, meta["name"])
     container = pick_container(pod, q.get("container"))
-    opts = _options(q, meta["name"])
     if not (pod.get("spec") or {}).get("nodeName"):  # upstream LogLocation: no host yet, an empty log
         return web.Response(body=b"", content_type="text/plain")
     runs = run_logs(container_log_dir(state_dir, meta["namespace"], meta["name"], meta["uid"], container))

@@ -13,7 +13,7 @@ accepts).
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mockgpu.control.apiserver import status as st
@@ -28,20 +28,20 @@ _OWNER = {1: ("kind", "str"), 3: ("name", "str"), 4: ("uid", "str"), 5: ("apiVer
 _META = {1: ("name", "str"), 2: ("generateName", "str"), 3: ("namespace", "str"), 5: ("uid", "str"),
          6: ("resourceVersion", "str"), 7: ("generation", "int0"), 11: ("labels", "map"),
          12: ("annotations", "map"), 13: ("ownerReferences", [_OWNER]), 14: ("finalizers", "strs")}
-_KINDS: dict[str, dict[int, tuple[str, Any]]] = {
-    "ConfigMap": {1: ("metadata", _META), 2: ("data", "map"), 3: ("binaryData", "bmap"), 4: ("immutable", "bool")},
-    "Namespace": {1: ("metadata", _META), 2: ("spec", {1: ("finalizers", "strs")})},
-    "ServiceAccount": {1: ("metadata", _META), 3: ("imagePullSecrets", [{1: ("name", "str")}]),
-                       4: ("automountServiceAccountToken", "bool")},
-    # k8s.io/api/authorization/v1 (kubectl auth can-i); field/label selector attributes are not decoded
-    "SelfSubjectAccessReview": {1: ("metadata", _META), 2: ("spec", {
-        1: ("resourceAttributes", {1: ("namespace", "str"), 2: ("verb", "str"), 3: ("group", "str"),
-                                   4: ("version", "str"), 5: ("resource", "str"), 6: ("subresource", "str"),
-                                   7: ("name", "str")}),
-        2: ("nonResourceAttributes", {1: ("path", "str"), 2: ("verb", "str")})})},
-    "SelfSubjectRulesReview": {1: ("metadata", _META), 2: ("spec", {1: ("namespace", "str")})},
-    "SelfSubjectReview": {1: ("metadata", _META)},  # authentication/v1 (kubectl auth whoami)
-}
+# the messages of the kinds (their records name them), in k8s.io/api's generated.proto numbering
+Message = dict[int, tuple[str, Any]]
+CONFIG_MAP: Message = {1: ("metadata", _META), 2: ("data", "map"), 3: ("binaryData", "bmap"), 4: ("immutable", "bool")}
+NAMESPACE: Message = {1: ("metadata", _META), 2: ("spec", {1: ("finalizers", "strs")})}
+SERVICE_ACCOUNT: Message = {1: ("metadata", _META), 3: ("imagePullSecrets", [{1: ("name", "str")}]),
+                            4: ("automountServiceAccountToken", "bool")}
+# k8s.io/api/authorization/v1 (kubectl auth can-i); field/label selector attributes are not decoded
+SELF_SUBJECT_ACCESS_REVIEW: Message = {1: ("metadata", _META), 2: ("spec", {
+    1: ("resourceAttributes", {1: ("namespace", "str"), 2: ("verb", "str"), 3: ("group", "str"),
+                               4: ("version", "str"), 5: ("resource", "str"), 6: ("subresource", "str"),
+                               7: ("name", "str")}),
+    2: ("nonResourceAttributes", {1: ("path", "str"), 2: ("verb", "str")})})}
+SELF_SUBJECT_RULES_REVIEW: Message = {1: ("metadata", _META), 2: ("spec", {1: ("namespace", "str")})}
+SELF_SUBJECT_REVIEW: Message = {1: ("metadata", _META)}  # authentication/v1 (kubectl auth whoami)
 
 
 # pod templates (apps/v1, batch/v1): the PodSpec and Container fields a client sets; volumes, probes, affinity and
@@ -65,27 +65,25 @@ _POD_SPEC = {2: ("containers", [_CONTAINER]), 3: ("restartPolicy", "str"), 4: ("
                                    4: ("effect", "str"), 5: ("tolerationSeconds", "int")}]),
              24: ("priorityClassName", "str"), 25: ("priority", "int")}
 _TEMPLATE = {1: ("metadata", _META), 2: ("spec", _POD_SPEC)}
-_KINDS.update({
-    "Deployment": {1: ("metadata", _META), 2: ("spec", {
+DEPLOYMENT: Message = {1: ("metadata", _META), 2: ("spec", {
         1: ("replicas", "int"), 2: ("selector", _SELECTOR), 3: ("template", _TEMPLATE),
         4: ("strategy", {1: ("type", "str"), 2: ("rollingUpdate", {1: ("maxUnavailable", "intstr"),
                                                                    2: ("maxSurge", "intstr")})}),
         5: ("minReadySeconds", "int0"), 6: ("revisionHistoryLimit", "int"), 7: ("paused", "bool0"),
-        9: ("progressDeadlineSeconds", "int")}), 3: ("status", {})},
-    "ReplicaSet": {1: ("metadata", _META), 2: ("spec", {1: ("replicas", "int"), 2: ("selector", _SELECTOR),
-                                                        3: ("template", _TEMPLATE), 4: ("minReadySeconds", "int0")}),
-                   3: ("status", {})},
-    "Job": {1: ("metadata", _META), 2: ("spec", {
+        9: ("progressDeadlineSeconds", "int")}), 3: ("status", {})}
+REPLICA_SET: Message = {1: ("metadata", _META), 2: ("spec", {
+    1: ("replicas", "int"), 2: ("selector", _SELECTOR), 3: ("template", _TEMPLATE), 4: ("minReadySeconds", "int0")}),
+                        3: ("status", {})}
+JOB: Message = {1: ("metadata", _META), 2: ("spec", {
         1: ("parallelism", "int"), 2: ("completions", "int"), 3: ("activeDeadlineSeconds", "int"),
         4: ("selector", _SELECTOR), 5: ("manualSelector", "bool"), 6: ("template", _TEMPLATE),
         7: ("backoffLimit", "int"), 8: ("ttlSecondsAfterFinished", "int"), 9: ("completionMode", "str"),
         10: ("suspend", "bool"), 12: ("backoffLimitPerIndex", "int"), 13: ("maxFailedIndexes", "int"),
-        14: ("podReplacementPolicy", "str"), 15: ("managedBy", "str")}), 3: ("status", {})},
-})
-_KINDS["CronJob"] = {1: ("metadata", _META), 2: ("spec", {
+        14: ("podReplacementPolicy", "str"), 15: ("managedBy", "str")}), 3: ("status", {})}
+CRON_JOB: Message = {1: ("metadata", _META), 2: ("spec", {
     1: ("schedule", "str"), 8: ("timeZone", "str"), 2: ("startingDeadlineSeconds", "int"),
     3: ("concurrencyPolicy", "str"), 4: ("suspend", "bool"),
-    5: ("jobTemplate", {1: ("metadata", _META), 2: ("spec", _KINDS["Job"][2][1])}),
+    5: ("jobTemplate", {1: ("metadata", _META), 2: ("spec", JOB[2][1])}),
     6: ("successfulJobsHistoryLimit", "int"), 7: ("failedJobsHistoryLimit", "int")}), 3: ("status", {})}
 
 
@@ -174,15 +172,16 @@ def _message(buf: bytes, schema: dict[int, tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def decode(raw: bytes) -> dict[str, Any]:
-    """The JSON form of a protobuf-encoded object; 400 when malformed, 415 for kinds not decoded here."""
+def decode(raw: bytes, message_of: Callable[[str], Message | None]) -> dict[str, Any]:
+    """The JSON form of a protobuf-encoded object; ``message_of(kind)`` its message (the kind's record names it);
+    400 when malformed, 415 for kinds without one."""
     if not raw.startswith(MAGIC):
         raise st.bad_request("provided protobuf is not a Kubernetes object: missing the k8s magic prefix")
     try:
         envelope = dict(_fields(raw[len(MAGIC):]))
         type_meta = dict(_fields(envelope.get(1, b""))) if isinstance(envelope.get(1, b""), bytes) else {}
         api_version, kind = _text(type_meta.get(1, b"")), _text(type_meta.get(2, b""))
-        schema = _KINDS.get(kind)
+        schema = message_of(kind)
         if schema is None:
             raise st.unsupported_media_type(CONTENT_TYPE)
         body = envelope.get(2, b"")

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf
+from mockgpu.control.apiserver import fieldvalidation, limits, listoptions, names, protobuf, registry
 from mockgpu.control.apiserver import status as st
-from mockgpu.control.apiserver.discovery import RESOURCES, ResourceInfo
 from mockgpu.control.apiserver.handlers import DeleteOptions
+from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj
 
 NOT_FOUND = "the server could not find the requested resource"
@@ -37,33 +37,31 @@ def not_found_path() -> st.StatusError:
 class Target:
     """What a resource URL names."""
 
-    info: ResourceInfo
+    info: Kind
     namespace: str | None  # None: all namespaces, or a cluster-scoped resource
     name: str | None
     sub: str | None
     watch: bool  # the legacy /watch/ prefix
 
 
-def parse_path(parts: list[str], resources: dict[str, ResourceInfo] | None = None) -> Target:
+def parse_path(parts: list[str], resources: dict[str, Kind] | None = None) -> Target:
     """``parts`` after ``/api/v1`` (or ``/apis/<group>/<version>`` with that group's ``resources``); a 404
     Status for anything that is not a served resource."""
-    resources = RESOURCES if resources is None else resources
+    resources = (registry.served("v1") or {}) if resources is None else resources
     watch = bool(parts) and parts[0] == "watch"
     if watch:
         parts = parts[1:]
     if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] in resources and resources[parts[2]].namespaced:
-        ns, rest = parts[1], parts[2:]
+        ns, rest = parts[1], parts[2:]  # '' for /namespaces//<plural>: the caller answers as upstream does
     else:
         ns, rest = None, parts
-    if not rest or rest[0] not in resources or len(rest) > 3 or any(p == "" for p in parts):
+    if not rest or rest[0] not in resources or len(rest) > 3 or any(p == "" for p in rest):
         raise not_found_path()
     info = resources[rest[0]]
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else None
-    if sub is not None and sub not in {s.name for s in info.subresources}:
+    if sub is not None and sub not in {s.name for s in info.subresources} and sub not in info.connect:
         raise not_found_path()
-    if info.plural == "namespaces" and name is not None:
-        ns = None
     if name is not None and names.path_segment_name(name, False):  # '.', '..', '%' (store.go NamespaceKeyFunc)
         raise st.bad_request(f"Name parameter invalid: {json.dumps(name)}: "
                              + ";".join(names.path_segment_name(name, False)))
@@ -127,13 +125,71 @@ async def read_body(request: web.Request, empty: Any = None, kind: str | None = 
     return await asyncio.to_thread(decode_body, raw, ctype, kind)
 
 
+#: Go's ``mime`` token and quoted-string, for :func:`media_type`
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_MEDIA_TYPE = re.compile(rf"\s*({_TOKEN}/{_TOKEN})\s*")
+_MEDIA_PARAMS = re.compile(rf'(?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|"(?:[^"\\]|\\.)*"))*\s*(?:;\s*)?')
+
+
+def media_type(content_type: str) -> str | None:
+    """The media type of a Content-Type header, lower-cased, as Go's ``mime.ParseMediaType`` reads it; None when
+    the header does not parse (no ``type/subtype``, or a malformed parameter list such as ``;;;``: Go's
+    ``ErrInvalidMediaParameter``; one trailing ``;`` is allowed), which upstream answers with 415."""
+    head, sep, params = content_type.partition(";")
+    match = _MEDIA_TYPE.fullmatch(head)
+    if match is None or (sep and not _MEDIA_PARAMS.fullmatch(sep + params)):
+        return None
+    return match.group(1).lower()
+
+
+#: what a resource endpoint can answer (``runtime.SerializerInfo`` of kube-apiserver's codec factory)
+_SERVED_MEDIA = frozenset({JSON, "application/yaml", protobuf.CONTENT_TYPE})
+#: ``as=`` targets a resource endpoint converts to (``negotiation.go`` ``acceptMediaTypeOptions``)
+_AS_TARGETS = frozenset({"Table", "PartialObjectMetadata", "PartialObjectMetadataList"})
+
+
+def _acceptable(clause: str) -> bool:
+    kind, *raw = (p.strip() for p in clause.split(";"))
+    params = dict(p.split("=", 1) for p in raw if "=" in p)
+    kind = kind.lower()
+    if params.get("q", "").strip() in ("0", "0.0", "0.00", "0.000"):
+        return False
+    if kind not in ("*/*", "application/*") and kind not in _SERVED_MEDIA:
+        return False
+    if params.get("stream", "watch") != "watch":
+        return False
+    if "as" in params:
+        return (params["as"] in _AS_TARGETS and params.get("g") == "meta.k8s.io"
+                and params.get("v") in ("v1", "v1beta1"))
+    return "g" not in params and "v" not in params
+
+
+def check_accept(accept: str) -> None:
+    """Content negotiation as upstream's ``NegotiateOutputMediaType``: an empty Accept means JSON; otherwise one
+    clause must name a served media type (or a wildcard) with parameters the endpoint understands (``as=Table;
+    g=meta.k8s.io;v=v1`` and the like); when none does, 406 NotAcceptable (e.g. ``text/html``,
+    ``application/xml``, ``as=Bogus``)."""
+    if accept.strip() and not any(_acceptable(c) for c in accept.split(",") if c.strip()):
+        raise st.not_acceptable(", ".join(sorted(_SERVED_MEDIA)))
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     """JSON or YAML request body; 400 with the parser's message when malformed, 415 for other formats. Bounded
     as upstream bounds it (``limits``: nesting depth, YAML aliases, the size of a YAML body's JSON form). With
-    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``)."""
-    ctype = content_type.split(";")[0].strip().lower() or JSON
+    ``kind`` a decoding error reads as ``transformDecodeError`` words it (``handlers/rest.go``).
+
+    Bytes as Go's decoder takes them: invalid UTF-8 inside a JSON string becomes U+FFFD (``encoding/json``),
+    a UTF-8 byte-order mark is not JSON (``invalid character 'ï'``), and a YAML body's first document is read
+    with unknown tags ignored (goyaml; ``limits.load_yaml``)."""
+    parsed = media_type(content_type) if content_type.strip() else JSON
+    if parsed is None:
+        raise st.unsupported_media_type(content_type)
+    ctype = parsed
     if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw)
+        return protobuf.decode(raw, registry.protobuf_message)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
@@ -144,7 +200,9 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
     if ctype not in (JSON, *PATCH_TYPES):
         raise st.unsupported_media_type(content_type)
     try:
-        return limits.load_json(raw, fieldvalidation.object_pairs)
+        if raw.startswith(_BOM):
+            raise ValueError("invalid character 'ï' looking for beginning of value")
+        return limits.load_json(raw.decode("utf-8", "replace"), fieldvalidation.object_pairs)
     except (ValueError, UnicodeDecodeError) as exc:
         base = f"couldn't get version/kind; json parse error: {exc}"
         raise (st.bad_request(base) if kind is None else unrecognized(kind, base, raw)) from None
@@ -248,7 +306,13 @@ def dry_run_of(values: list[str], verb: str) -> bool:
 
 
 def delete_options(q: Any, body: dict[str, Any]) -> DeleteOptions:
-    """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them."""
+    """DeleteOptions from the query and the body; wrong JSON types are 400 as Go's decoder makes them, and so is a
+    body of another kind (upstream decodes it with the meta scheme, which knows only the options kinds)."""
+    kind = body.get("kind")
+    if kind not in (None, "", "DeleteOptions"):
+        version = body.get("apiVersion") or "v1"
+        raise st.bad_request(f'no kind "{kind}" is registered for version "{version}" in scheme '
+                             '"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28"')
     grace = int_param(q, "gracePeriodSeconds")
     if grace is None and body.get("gracePeriodSeconds") is not None:
         grace = body["gracePeriodSeconds"]

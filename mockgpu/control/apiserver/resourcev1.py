@@ -55,17 +55,6 @@ from mockgpu.control.apiserver.status import (
     field_too_long,
 )
 
-GROUP = "resource.k8s.io"
-API_VERSION = f"{GROUP}/v1"
-#: kind → (plural, namespaced)
-KINDS: dict[str, tuple[str, bool]] = {"DeviceClass": ("deviceclasses", False),
-                                      "ResourceSlice": ("resourceslices", False),
-                                      "ResourceClaim": ("resourceclaims", True),
-                                      "ResourceClaimTemplate": ("resourceclaimtemplates", True)}
-API_VERSIONS = {kind: API_VERSION for kind in KINDS}
-PLURALS = {kind: plural for kind, (plural, _) in KINDS.items()}
-NAMESPACED = {kind: namespaced for kind, (_, namespaced) in KINDS.items()}
-
 # limits of k8s.io/api/resource/v1/types.go
 REQUESTS_MAX = 32  # DeviceRequestsMaxSize = AllocationResultsMaxSize
 CONSTRAINTS_MAX = 32
@@ -164,41 +153,69 @@ def default_claim_spec(spec: Any) -> None:
                 _default_request(sub)
 
 
-def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
-    """Defaults, then PrepareForCreate/PrepareForUpdate of the kind's strategy. Struct fields Go always encodes
-    (``spec``, a claim spec's ``devices``, a template's ``spec.metadata``) are filled with ``{}`` as upstream
-    returns them."""
-    spec = obj.setdefault("spec", {}) if obj.get("spec") is None else obj["spec"]
+def _spec(obj: dict[str, Any]) -> Any:
+    """The spec, ``{}`` when absent or null (Go always encodes the struct)."""
+    return obj.setdefault("spec", {}) if obj.get("spec") is None else obj["spec"]
+
+
+def _keep_other_half(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> None:
+    """Status reset on create; on update only ``/status`` changes the status, and only the status."""
+    if old is None:
+        obj["status"] = {}
+    elif subresource == "status":
+        obj["spec"] = copy.deepcopy(old.get("spec", {}))
+    else:
+        obj["status"] = copy.deepcopy(old.get("status", {}))
+
+
+def _bump_generation(obj: dict[str, Any], old: dict[str, Any] | None, spec: Any) -> None:
+    meta = obj.setdefault("metadata", {})
+    if old is None:
+        meta["generation"] = 1
+    else:
+        generation = old["metadata"].get("generation") or 1
+        meta["generation"] = generation + 1 if spec != old.get("spec") else generation
+
+
+def prepare_claim(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
+    """ResourceClaim: defaults, then the strategy's PrepareForCreate/PrepareForUpdate (status kept apart). Struct
+    fields Go always encodes (``spec``, its ``devices``) are filled with ``{}`` as upstream returns them."""
+    spec = _spec(obj)
+    if isinstance(spec, dict) and spec.get("devices") is None:
+        spec["devices"] = {}
+    default_claim_spec(spec)
+    _keep_other_half(obj, old, subresource)
+    return obj
+
+
+def prepare_claim_template(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
+    """ResourceClaimTemplate: defaults of the claim spec inside; ``spec.metadata`` and ``spec.spec.devices``
+    filled with ``{}`` as upstream returns them."""
+    spec = _spec(obj)
     if isinstance(spec, dict):
-        if kind == "ResourceClaim" and spec.get("devices") is None:
-            spec["devices"] = {}
-        if kind == "ResourceClaimTemplate":
-            if spec.get("metadata") is None:
-                spec["metadata"] = {}
-            inner = spec.setdefault("spec", {}) if spec.get("spec") is None else spec["spec"]
-            if isinstance(inner, dict) and inner.get("devices") is None:
-                inner["devices"] = {}
-    if kind == "ResourceClaim":
-        default_claim_spec(spec)
-        if old is None:
-            obj["status"] = {}
-        elif subresource == "status":
-            obj["spec"] = copy.deepcopy(old.get("spec", {}))
-        else:
-            obj["status"] = copy.deepcopy(old.get("status", {}))
-    elif kind == "ResourceClaimTemplate":
-        default_claim_spec(_d(spec).get("spec"))
-    elif kind in ("DeviceClass", "ResourceSlice"):
-        for device in _l(_d(spec).get("devices")) if kind == "ResourceSlice" else []:
-            for taint in _l(_d(device).get("taints")):  # SetDefaults_DeviceTaint
-                if isinstance(taint, dict) and taint.get("timeAdded") is None:
-                    taint["timeAdded"] = rfc3339()
-        meta = obj.setdefault("metadata", {})
-        if old is None:
-            meta["generation"] = 1
-        else:
-            generation = old["metadata"].get("generation") or 1
-            meta["generation"] = generation + 1 if spec != old.get("spec") else generation
+        if spec.get("metadata") is None:
+            spec["metadata"] = {}
+        inner = spec.setdefault("spec", {}) if spec.get("spec") is None else spec["spec"]
+        if isinstance(inner, dict) and inner.get("devices") is None:
+            inner["devices"] = {}
+    default_claim_spec(_d(spec).get("spec"))
+    return obj
+
+
+def prepare_device_class(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
+    """DeviceClass: generation 1 on create, bumped on every spec change."""
+    _bump_generation(obj, old, _spec(obj))
+    return obj
+
+
+def prepare_slice(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
+    """ResourceSlice: ``SetDefaults_DeviceTaint`` (``timeAdded``: now), and the generation as DeviceClass's."""
+    spec = _spec(obj)
+    for device in _l(_d(spec).get("devices")):
+        for taint in _l(_d(device).get("taints")):
+            if isinstance(taint, dict) and taint.get("timeAdded") is None:
+                taint["timeAdded"] = rfc3339()
+    _bump_generation(obj, old, spec)
     return obj
 
 
@@ -745,15 +762,11 @@ def extended_resource_name(val: str) -> list[str]:
 ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
 
 
-def admin_access_errors(kind: str, obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
+def admin_access_errors(devices: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
     """upstream ``AuthorizedForAdmin`` (registry/resource/utils.go), run by the claim and template strategies
-    before validation on create: the first request with ``exactly.adminAccess: true`` is forbidden unless the
-    namespace has the label ``resource.kubernetes.io/admin-access: "true"``. The path is
+    before validation on create: the first request of a claim spec's ``devices`` with ``exactly.adminAccess: true``
+    is forbidden unless the namespace has the label ``resource.kubernetes.io/admin-access: "true"``. The path is
     ``spec.devices.requests[i].adminAccess`` for a template too, as upstream writes it."""
-    spec = _d(obj.get("spec"))
-    devices = _d(_d(spec.get("spec")).get("devices")) if kind == "ResourceClaimTemplate" else _d(spec.get("devices"))
-    if kind not in ("ResourceClaim", "ResourceClaimTemplate"):
-        return []
     for i, req in enumerate(_l(devices.get("requests"))):
         exactly = _d(_d(req).get("exactly"))
         if exactly.get("adminAccess") is True:
@@ -765,35 +778,53 @@ def admin_access_errors(kind: str, obj: dict[str, Any], namespace_labels: dict[s
     return []
 
 
+def claim_admin_access(obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
+    """``admin_access_errors`` of a ResourceClaim (``spec.devices``)."""
+    return admin_access_errors(_d(_d(obj.get("spec")).get("devices")), namespace_labels)
+
+
+def template_admin_access(obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[FieldError]:
+    """``admin_access_errors`` of a ResourceClaimTemplate (``spec.spec.devices``)."""
+    return admin_access_errors(_d(_d(_d(obj.get("spec")).get("spec")).get("devices")), namespace_labels)
+
+
 # ---- the kinds ------------------------------------------------------------------------------------------
 
-def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str = "") -> list[FieldError]:
-    """The kind's errors after ``names.validate_object_meta`` (run by the caller), in upstream's order."""
+def validate_device_class(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """DeviceClass: selectors (CEL compiled unless unchanged from the stored class), configs, the extended
+    resource name."""
     spec = obj.get("spec")
-    if kind == "DeviceClass":
-        old_spec = _d(old.get("spec")) if old is not None else None
-        stored = old_spec is not None and _d(spec).get("selectors") == old_spec.get("selectors")
-        errs = _selectors(_d(spec).get("selectors"), "spec.selectors", stored)
-        errs += _set(_l(_d(spec).get("config")), CONFIG_MAX, "spec.config", _opaque, None)
-        ext = _d(spec).get("extendedResourceName")
-        if ext is not None:
-            errs += [field_invalid("spec.extendedResourceName", ext, m) for m in extended_resource_name(_s(ext))]
-        return errs
-    if kind == "ResourceSlice":
-        return validate_slice_spec(spec, old.get("spec") if old is not None else None)
-    if kind == "ResourceClaim":
-        if old is None:
-            return validate_claim_spec(spec, "spec")
-        if subresource == "status":
-            return validate_claim_status(obj, old)
-        # v1.37's declarative ``+k8s:immutable`` on ResourceClaim.spec (authoritative, beta) prints no value
-        return [field_invalid("spec", GoValue("null"), IMMUTABLE)] if spec != old.get("spec") else []
-    if kind == "ResourceClaimTemplate":
-        if old is not None:
-            return [field_invalid("spec", _json(spec), IMMUTABLE)] if spec != old.get("spec") else []
-        meta = _d(_d(spec).get("metadata"))
-        errs = names.validate_labels(_d(meta.get("labels")), "spec.metadata.labels")
-        for key in _d(meta.get("annotations")):
-            errs += [field_invalid("spec.metadata.annotations", key, m) for m in names.qualified_name(key.lower())]
-        return errs + validate_claim_spec(_d(spec).get("spec"), "spec.spec")
-    return []
+    old_spec = _d(old.get("spec")) if old is not None else None
+    stored = old_spec is not None and _d(spec).get("selectors") == old_spec.get("selectors")
+    errs = _selectors(_d(spec).get("selectors"), "spec.selectors", stored)
+    errs += _set(_l(_d(spec).get("config")), CONFIG_MAX, "spec.config", _opaque, None)
+    ext = _d(spec).get("extendedResourceName")
+    if ext is not None:
+        errs += [field_invalid("spec.extendedResourceName", ext, m) for m in extended_resource_name(_s(ext))]
+    return errs
+
+
+def validate_slice(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """ResourceSlice: ``validate_slice_spec`` (with the immutable fields on update)."""
+    return validate_slice_spec(obj.get("spec"), old.get("spec") if old is not None else None)
+
+
+def validate_claim(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """ResourceClaim (main resource): the spec on create; on update the spec is immutable."""
+    spec = obj.get("spec")
+    if old is None:
+        return validate_claim_spec(spec, "spec")
+    # v1.37's declarative ``+k8s:immutable`` on ResourceClaim.spec (authoritative, beta) prints no value
+    return [field_invalid("spec", GoValue("null"), IMMUTABLE)] if spec != old.get("spec") else []
+
+
+def validate_claim_template(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """ResourceClaimTemplate: ``spec.metadata`` and the claim spec on create; the spec is immutable."""
+    spec = obj.get("spec")
+    if old is not None:
+        return [field_invalid("spec", _json(spec), IMMUTABLE)] if spec != old.get("spec") else []
+    meta = _d(_d(spec).get("metadata"))
+    errs = names.validate_labels(_d(meta.get("labels")), "spec.metadata.labels")
+    for key in _d(meta.get("annotations")):
+        errs += [field_invalid("spec.metadata.annotations", key, m) for m in names.qualified_name(key.lower())]
+    return errs + validate_claim_spec(_d(spec).get("spec"), "spec.spec")

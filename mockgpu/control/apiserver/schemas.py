@@ -2,29 +2,19 @@
 
 ``kubectl explain`` reads their names, types and descriptions; ``kubectl apply`` reads the patch merge keys
 (:data:`PATCH_META`, as the Go types' struct tags give them). Each group-version's document carries its own
-kinds and everything they reference, named as upstream names its definitions (``io.k8s.api.core.v1.Pod``).
+kinds and everything they reference, named as upstream names its definitions (``io.k8s.api.core.v1.Pod``); each
+kind's record names its model (``registry``). The merge keys belong to the types, not the kinds (Go's struct
+tags), so :data:`PATCH_META` is keyed by model and field.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockgpu.control.apiserver import registry
+
 _META_TYPES = {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "ListMeta", "Status", "StatusDetails",
                "StatusCause", "Time", "MicroTime", "LabelSelector", "LabelSelectorRequirement", "Condition"}
-PY_KINDS = {"Pod": "V1Pod", "Node": "V1Node", "Namespace": "V1Namespace", "ConfigMap": "V1ConfigMap",
-            "ServiceAccount": "V1ServiceAccount", "Event": "CoreV1Event", "Binding": "V1Binding",
-            "Service": "V1Service"}
-#: the kinds of each named group-version as the official client's models, and the group of their sub-types
-GROUP_PY_KINDS: dict[str, dict[str, str]] = {"coordination.k8s.io/v1": {"Lease": "V1Lease"},
-                                             "events.k8s.io/v1": {"Event": "EventsV1Event"},
-                                             "apps/v1": {"Deployment": "V1Deployment", "ReplicaSet": "V1ReplicaSet",
-                                                         "DaemonSet": "V1DaemonSet", "StatefulSet": "V1StatefulSet"},
-                                             "batch/v1": {"Job": "V1Job", "CronJob": "V1CronJob"},
-                                             "resource.k8s.io/v1": {
-                                                 "DeviceClass": "V1DeviceClass",
-                                                 "ResourceClaim": "ResourceV1ResourceClaim",
-                                                 "ResourceClaimTemplate": "V1ResourceClaimTemplate",
-                                                 "ResourceSlice": "V1ResourceSlice"}}
 #: model-name prefixes of the apps and batch groups' sub-types (``V1DeploymentSpec``, ``V1PodFailurePolicyRule``)
 _PY_GROUP_PREFIXES = (("V1Deployment", "apps"), ("V1ReplicaSet", "apps"), ("V1RollingUpdateDeployment", "apps"),
                       ("V1Job", "batch"), ("V1PodFailurePolicy", "batch"), ("V1SuccessPolicy", "batch"),
@@ -64,7 +54,7 @@ def resource_models() -> frozenset[str]:
     if _RESOURCE_MODELS:
         return _RESOURCE_MODELS[0]
     from kubernetes.client import models
-    todo, seen = list(GROUP_PY_KINDS["resource.k8s.io/v1"].values()), set()
+    todo, seen = list(registry.models("resource.k8s.io/v1").values()), set()
     while todo:
         name = todo.pop()
         model = getattr(models, name, None)
@@ -118,8 +108,8 @@ def component_schemas(group_version: str = "v1") -> dict[str, Any]:
     if group_version in _SCHEMAS_CACHE:
         return _SCHEMAS_CACHE[group_version]
     from kubernetes.client import models
-    kinds = PY_KINDS if group_version == "v1" else GROUP_PY_KINDS[group_version]
-    group = group_version.rpartition("/")[0]
+    kinds = registry.models(group_version)
+    group, _, version = group_version.rpartition("/")
     todo = list(kinds.values())
     out: dict[str, Any] = {QUANTITY: {"oneOf": [{"type": "string"}, {"type": "number"}], "description": (
         "Quantity is a fixed-point representation of a number, serialized as a string such as 500m, 2 or 256Gi "
@@ -148,7 +138,7 @@ def component_schemas(group_version: str = "v1") -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object", "description": _describe(model), "properties": props}
         kind = next((k for k, py in kinds.items() if py == name), None)
         if kind:
-            schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": "v1"}]
+            schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
         out[schema_name(name)] = schema
     _SCHEMAS_CACHE[group_version] = out
     return out

@@ -2,7 +2,7 @@
 
 ``parse_label_selector`` follows ``k8s.io/apimachinery/pkg/labels`` (``=``, ``==``, ``!=``, ``in``,
 ``notin``, ``key``, ``!key``, ``gt``/``lt`` as ``>``/``<``); ``parse_field_selector`` follows
-``pkg/fields`` plus each core type's supported field labels. Errors are 400 StatusErrors whose message
+``pkg/fields`` (``fields``) plus the field labels of each kind's record. Errors are 400 StatusErrors whose message
 is upstream's (``unable to parse requirement: ...``, ``field label not supported: foo``).
 """
 
@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mockgpu.control.apiserver import names
-from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+from mockgpu.control.apiserver import names, registry
+from mockgpu.control.apiserver.fields import split_term, split_unescaped, unescape
+from mockgpu.control.apiserver.registry.kind import META_FIELDS, FieldLabels
 from mockgpu.control.apiserver.status import StatusError, bad_request
 
 _SPECIAL = "!=(),><"
@@ -214,41 +215,6 @@ def parse_label_selector(text: str | None) -> LabelSelector:
 
 # ---- field selectors -------------------------------------------------------------------------------------------
 
-def _path(*keys: str) -> Callable[[dict[str, Any]], str]:
-    def get(obj: dict[str, Any]) -> str:
-        cur: Any = obj
-        for k in keys:
-            cur = cur.get(k) if isinstance(cur, dict) else None
-        if isinstance(cur, bool):
-            return "true" if cur else "false"
-        return "" if cur is None else str(cur)
-    return get
-
-
-_META = {"metadata.name": _path("metadata", "name"), "metadata.namespace": _path("metadata", "namespace")}
-_INVOLVED = {f"involvedObject.{k}": _path("involvedObject", k)
-             for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
-FIELD_LABELS: dict[str, dict[str, Callable[[dict[str, Any]], str]]] = {
-    "pods": {**_META, "spec.nodeName": _path("spec", "nodeName"), "spec.restartPolicy": _path("spec", "restartPolicy"),
-             "spec.schedulerName": _path("spec", "schedulerName"),
-             "spec.serviceAccountName": _path("spec", "serviceAccountName"),
-             "spec.hostNetwork": lambda o: "true" if (o.get("spec") or {}).get("hostNetwork") else "false",
-             "status.phase": _path("status", "phase"), "status.podIP": _path("status", "podIP"),
-             "status.nominatedNodeName": _path("status", "nominatedNodeName")},
-    "events": {**_META, **_INVOLVED, "reason": _path("reason"), "reportingComponent": _path("reportingComponent"),
-               "source": _path("source", "component"), "type": _path("type")},
-    "nodes": {"metadata.name": _META["metadata.name"],
-              "spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get("unschedulable") else "false"},
-    "namespaces": {"metadata.name": _META["metadata.name"], "status.phase": _path("status", "phase")},
-    # cluster-scoped: metadata.name only, plus the slice's node, driver and pool (``toSelectableFields``)
-    "resourceslices.resource.k8s.io": {"metadata.name": _META["metadata.name"],
-                                       "spec.nodeName": _path("spec", "nodeName"),
-                                       "spec.driver": _path("spec", "driver"),
-                                       "spec.pool.name": _path("spec", "pool", "name")},
-    "deviceclasses.resource.k8s.io": {"metadata.name": _META["metadata.name"]},
-}
-
-
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str
@@ -277,66 +243,35 @@ class FieldSelector:
         return next((r.value for r in self.requirements if r.field == field and r.op == "="), None)
 
 
-def _split_unescaped(text: str, sep: str) -> list[str]:
-    parts, cur, i = [], "", 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            cur += text[i:i + 2]
-            i += 2
-            continue
-        if text[i] == sep:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += text[i]
-        i += 1
-    parts.append(cur)
-    return parts
-
-
-def _unescape(value: str) -> str:
-    r"""fields.UnescapeValue: ``\\``, ``\,`` and ``\=`` are the only escapes; a bare ``,`` or ``=`` is an error."""
-    out, i = "", 0
-    while i < len(value):
-        c = value[i]
-        if c == "\\":
-            if i + 1 == len(value):
-                raise ValueError("invalid field selector: invalid escape sequence: \\")
-            if value[i + 1] not in "\\,=":
-                raise ValueError(f"invalid field selector: invalid escape sequence: \\{value[i + 1]}")
-            out += value[i + 1]
-            i += 2
-            continue
-        if c in ",=":
-            raise ValueError(f"invalid field selector: unescaped character in value: {ord(c)}")
-        out += c
-        i += 1
-    return out
-
-
-def _split_term(text: str, term: str) -> tuple[str, str, str]:
-    """fields' splitTerm: the first position where ``!=``, ``==`` or ``=`` starts splits the term."""
-    for i in range(len(term)):
-        for op_text, op in (("!=", "!="), ("==", "="), ("=", "=")):
-            if term.startswith(op_text, i):
-                return term[:i], op, term[i + len(op_text):]
-    raise ValueError(f"invalid selector: '{text}'; can't understand '{term}'")
-
-
 def parse_field_selector(text: str | None, resource: str) -> FieldSelector:
-    """``fieldSelector`` query parameter for ``resource`` (plural, or its kind) → selector, or a 400 StatusError."""
+    """``fieldSelector`` query parameter for ``resource`` (its kind, plural or ``<plural>.<group>``) → selector with
+    the labels of that kind's record, or a 400 StatusError."""
+    info = registry.lookup(resource)
+    return field_selector(text, info.field_labels if info is not None else META_FIELDS)
+
+
+def field_terms(text: str | None) -> list[tuple[str, str, str]]:
+    """The terms of a ``fieldSelector`` as ``fields.ParseSelector`` reads them (syntax only; 400 when malformed).
+    Decoding ListOptions does this, before they are validated and long before field labels are checked."""
     if not text or not text.strip():
-        return FieldSelector()
-    resource = KIND_TO_PLURAL.get(resource, resource)
-    supported = FIELD_LABELS.get(resource, _META)
-    reqs = []
+        return []
     try:
         terms = []
-        for term in sorted(_split_unescaped(text, ",")):  # upstream sorts the terms before it reads them
+        for term in sorted(split_unescaped(text, ",")):  # upstream sorts the terms before it reads them
             if not term:
                 continue
-            field, op, value = _split_term(text, term)
-            terms.append((field, op, _unescape(value)))
+            field, op, value = split_term(text, term)
+            terms.append((field, op, unescape(value)))
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return terms
+
+
+def field_selector(text: str | None, supported: FieldLabels) -> FieldSelector:
+    """``fieldSelector`` text → selector over the ``supported`` field labels, or a 400 StatusError."""
+    terms = field_terms(text)
+    reqs = []
+    try:
         for field, op, value in terms:
             if not field and not value:  # "=" alone selects everything upstream (hasTerm.Transform)
                 continue

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mockgpu.control.apiserver import fieldvalidation
+from mockgpu.control.apiserver import fieldvalidation, limits
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
@@ -100,7 +100,8 @@ class APIServer:
                                root_ca=root_ca)
             asyncio.get_running_loop().run_in_executor(None, fieldvalidation.compile_all)
             self._bootstrap()
-            self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+            self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0,
+                                         **limits.HTTP_PARSER_LIMITS)
             await self._runner.setup()
             self.port = await self._bind(self.port)
             self.http.address = f"127.0.0.1:{self.port}"

@@ -15,6 +15,7 @@ from typing import Any
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required
 from mockgpu.control.apiserver.workloadcommon import (
+    default_template,
     int_or_percent,
     invalid_bare,
     nonneg,
@@ -23,8 +24,13 @@ from mockgpu.control.apiserver.workloadcommon import (
     template_errors,
 )
 
+#: the status a new StatefulSet starts with: the Go type's counts without ``omitempty`` are written as 0
+EMPTY_STATUS = {"replicas": 0, "availableReplicas": 0}
+
 
 def apply_defaults(spec: dict[str, Any]) -> None:
+    """``SetDefaults_StatefulSet`` (with the pod template's defaults)."""
+    default_template(spec.get("template"))
     set_default(spec, "podManagementPolicy", "OrderedReady")
     strategy = set_default(spec, "updateStrategy", {})
     if isinstance(strategy, dict):

@@ -1,5 +1,6 @@
 """The API server's view of ``Status`` errors: everything is ``mockgpu.apimachinery.status`` (re-exported here), except
-that a 405 may name a kind, which only the server's discovery table turns into its plural."""
+that a 405 may name a kind, turned into its resource as upstream's ``meta.UnsafeGuessKindToResource`` does (every
+served kind's plural is that guess: ``tests/apiserver/test_pure_registry.py``)."""
 
 from __future__ import annotations
 
@@ -31,9 +32,18 @@ from mockgpu.apimachinery.status import (  # noqa: F401  (re-exported: the API s
     unsupported_media_type,
 )
 from mockgpu.apimachinery.status import method_not_allowed as _method_not_allowed
-from mockgpu.control.apiserver.discovery import KIND_TO_PLURAL
+
+
+def guess_plural(kind: str) -> str:
+    """``meta.UnsafeGuessKindToResource``: the lowercased kind, ``-es`` after an ``s``, ``-ies`` for a ``y``."""
+    lowered = kind.lower()
+    if lowered.endswith("s"):
+        return lowered + "es"
+    if lowered.endswith("y"):
+        return lowered[:-1] + "ies"
+    return lowered + "s"
 
 
 def method_not_allowed(action: str = "", resource: str = "", group: str = "") -> StatusError:
-    """405 as upstream's ``NewMethodNotSupported``; ``resource`` a plural or a kind."""
-    return _method_not_allowed(action, KIND_TO_PLURAL.get(resource, resource) if resource else resource, group)
+    """405 as upstream's ``NewMethodNotSupported``; ``resource`` a plural or a kind (capitalized, as kinds are)."""
+    return _method_not_allowed(action, guess_plural(resource) if resource[:1].isupper() else resource, group)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -60,21 +61,27 @@ class Event:
 
 @dataclass(frozen=True)
 class _Stored:
-    """A retained event as the ``events`` table holds it."""
+    """A retained event: its JSON (as the ``events`` table holds it) kept deflated in memory, since it is read
+    only when a watch resumes from an older version. ``size`` is the JSON's length, which ``history_bytes``
+    bounds; what the history costs in memory is a fraction of it (objects repeat their field names)."""
 
     rv: int
     type: str
     resource: str
-    data: str
-    old: str | None
+    packed: bytes  # zlib of the object's JSON, then (if any) the old object's, split at ``split``
+    split: int
+    size: int
 
-    @property
-    def size(self) -> int:
-        return len(self.data) + len(self.old or "")
+    @classmethod
+    def of(cls, rv: int, typ: str, resource: str, data: str, old: str | None) -> _Stored:
+        raw = data.encode()
+        both = raw + (old.encode() if old else b"")
+        return cls(rv, typ, resource, zlib.compress(both, 1), len(raw) if old else -1, len(data) + len(old or ""))
 
     def event(self) -> Event:
-        return Event(self.rv, self.type, self.resource, json.loads(self.data),
-                     json.loads(self.old) if self.old else None)
+        both = zlib.decompress(self.packed)
+        data, old = (both, None) if self.split < 0 else (both[:self.split], both[self.split:])
+        return Event(self.rv, self.type, self.resource, json.loads(data), json.loads(old) if old else None)
 
 
 def key_of(obj: Obj) -> Key:
@@ -111,7 +118,7 @@ class Store:
         self._history: deque[_Stored] = deque()
         self._bytes = 0
         for row in self._db.execute("SELECT rv, type, resource, data, old FROM events ORDER BY rv"):
-            self._retain(_Stored(*row))
+            self._retain(_Stored.of(*row))
 
     def _meta(self, key: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -179,7 +186,7 @@ class Store:
                 db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?)", (resource, ns, name, data))
             db.execute("INSERT INTO events VALUES (?,?,?,?,?)", (rv, typ, resource, data, old_data))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (rv,))
-            stored = _Stored(rv, typ, resource, data, old_data)
+            stored = _Stored.of(rv, typ, resource, data, old_data)
             compact_to = self._compaction_point(rv, stored.size)
             if compact_to:
                 db.execute("DELETE FROM events WHERE rv <= ?", (compact_to,))

@@ -1,6 +1,7 @@
-"""apps/v1 Deployments and ReplicaSets, batch/v1 Jobs: defaulting, validation, generation and the Scale view
-(DaemonSets, CronJobs, StatefulSets: the kind-specific parts in ``daemonsets``, ``cronjobs``, ``statefulsets``,
-dispatched from here).
+"""apps/v1 Deployments and ReplicaSets, batch/v1 Jobs: defaulting, validation, generation and the Scale view;
+and the strategy steps every workload kind shares (``prepare``). The kind-specific parts of DaemonSets, CronJobs
+and StatefulSets are in ``daemonsets``, ``cronjobs`` and ``statefulsets``; each kind's record (``registry.apps``,
+``registry.batch``) names its defaults, hooks and validation.
 
 Follows kube-apiserver's registry strategies and validation for these kinds (``pkg/apis/apps/v1/defaults.go``,
 ``pkg/apis/apps/validation``, ``pkg/apis/batch/v1/defaults.go``, ``pkg/registry/batch/job/strategy.go``):
@@ -11,18 +12,16 @@ change, status reset on create and kept on main-resource updates, and the valida
 (selectors, restart policies, strategy, counts, immutable Job fields). The pod template is defaulted and
 validated as a pod spec, and ``podFailurePolicy`` as upstream validates it. Simplified: the contents of
 ``successPolicy`` and the indexed-Job fields are stored but not validated.
-
-``selector_matches`` and ``selector_string`` are the ``metav1.LabelSelector`` semantics the controllers share.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mockgpu.apimachinery.selectors import selector_string
-from mockgpu.control.apiserver import cronjobs, daemonsets, statefulsets
 from mockgpu.control.apiserver.status import (
     FieldError,
     field_forbidden,
@@ -40,16 +39,6 @@ from mockgpu.control.apiserver.workloadcommon import (
     validate_label_selector,  # noqa: F401  (re-exported)
     validate_pod_failure_policy,
 )
-
-API_VERSIONS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "DaemonSet": "apps/v1",
-                "CronJob": "batch/v1", "StatefulSet": "apps/v1"}
-PLURALS = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs", "DaemonSet": "daemonsets",
-           "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
-
-#: the status a new object starts with: the Go types' counts without ``omitempty`` are written as 0
-EMPTY_STATUS = {"DaemonSet": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
-                              "numberReady": 0},
-                "StatefulSet": {"replicas": 0, "availableReplicas": 0}}
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -72,39 +61,37 @@ def _default_rolling(spec: dict[str, Any]) -> None:
             set_default(ru, "maxSurge", "25%")
 
 
-def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """The v1 defaulters of ``kind`` (called on every write, as decoding does upstream)."""
-    spec = set_default(obj, "spec", {})
-    if not isinstance(spec, dict):
-        return obj
-    if kind == "CronJob":
-        cronjobs.apply_defaults(spec)
-        return obj
+def default_deployment(spec: dict[str, Any]) -> None:
+    """``SetDefaults_Deployment`` (with the pod template's defaults)."""
     default_template(spec.get("template"))
-    if kind == "DaemonSet":
-        daemonsets.apply_defaults(spec)
-    if kind == "StatefulSet":
-        statefulsets.apply_defaults(spec)
-    if kind == "Deployment":
-        set_default(spec, "replicas", 1)
-        _default_rolling(spec)
-        set_default(spec, "revisionHistoryLimit", 10)
-        set_default(spec, "progressDeadlineSeconds", 600)
-    elif kind == "ReplicaSet":
-        set_default(spec, "replicas", 1)
-    elif kind == "Job":
-        if spec.get("completions") is None and spec.get("parallelism") is None:
-            spec["completions"] = 1
-            spec["parallelism"] = 1
-        set_default(spec, "parallelism", 1)
-        if spec.get("backoffLimit") is None:
-            spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
-        set_default(spec, "completionMode", "NonIndexed")
-        set_default(spec, "suspend", False)
-        set_default(spec, "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
-        if "manualSelector" in spec and spec["manualSelector"] is None:
-            del spec["manualSelector"]
-    return obj
+    set_default(spec, "replicas", 1)
+    _default_rolling(spec)
+    set_default(spec, "revisionHistoryLimit", 10)
+    set_default(spec, "progressDeadlineSeconds", 600)
+
+
+def default_replicaset(spec: dict[str, Any]) -> None:
+    """``SetDefaults_ReplicaSet`` (with the pod template's defaults)."""
+    default_template(spec.get("template"))
+    set_default(spec, "replicas", 1)
+
+
+def default_job(spec: dict[str, Any]) -> None:
+    """``SetDefaults_Job`` (with the pod template's defaults)."""
+    default_template(spec.get("template"))
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    set_default(spec, "parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+    set_default(spec, "completionMode", "NonIndexed")
+    set_default(spec, "suspend", False)
+    # SetDefaults_Job: Failed whenever a podFailurePolicy is set, even an empty one
+    set_default(spec, "podReplacementPolicy",
+                "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed")
+    if "manualSelector" in spec and spec["manualSelector"] is None:
+        del spec["manualSelector"]
 
 
 def generate_job_selector(job: dict[str, Any]) -> None:
@@ -134,18 +121,23 @@ def generate_job_selector(job: dict[str, Any]) -> None:
         meta["labels"] = dict(labels)
 
 
-def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
-    """Strategy hooks: fresh status and generation 1 on create; on update the other half kept from ``old``
-    and the generation bumped when the spec changed."""
-    obj = apply_defaults(kind, obj)
+def prepare(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str, *,
+            defaults: Callable[[dict[str, Any]], None], empty_status: dict[str, Any] | None = None,
+            on_create: Callable[[dict[str, Any]], None] | None = None,
+            on_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The strategy steps the workload kinds share: the kind's v1 ``defaults`` (on every write, as decoding does
+    upstream); on create a fresh status (``empty_status``: the Go types' counts without ``omitempty``) and
+    generation 1, then ``on_create``; on update the other half kept from ``old``, the generation bumped when the
+    spec changed, then ``on_update``."""
+    spec = set_default(obj, "spec", {})
+    if isinstance(spec, dict):
+        defaults(spec)
     meta = obj.setdefault("metadata", {})
     if old is None:
-        obj["status"] = dict(EMPTY_STATUS.get(kind, {}))
+        obj["status"] = dict(empty_status or {})
         meta["generation"] = 1
-        if kind == "Job":
-            generate_job_selector(obj)
-        if kind == "DaemonSet":
-            daemonsets.template_generation(obj, None)
+        if on_create is not None:
+            on_create(obj)
         return obj
     if subresource == "status":
         obj["spec"] = copy.deepcopy(old.get("spec", {}))
@@ -153,14 +145,14 @@ def prepare(kind: str, obj: dict[str, Any], old: dict[str, Any] | None, subresou
     obj["status"] = copy.deepcopy(old.get("status", {}))
     generation = int((old.get("metadata") or {}).get("generation") or 0)
     meta["generation"] = generation + 1 if obj.get("spec") != old.get("spec") else generation
-    if kind == "DaemonSet":
-        daemonsets.template_generation(obj, old)
+    if on_update is not None:
+        on_update(obj, old)
     return obj
 
 
 # ---- validation -------------------------------------------------------------------------------------------
 
-def validate_deployment(obj: dict[str, Any]) -> list[FieldError]:
+def validate_deployment(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     spec = obj.get("spec") or {}
     errs: list[FieldError] = []
     nonneg(errs, "spec.replicas", spec.get("replicas"))
@@ -189,10 +181,13 @@ def validate_deployment(obj: dict[str, Any]) -> list[FieldError]:
     nonneg(errs, "spec.progressDeadlineSeconds", deadline)
     if isinstance(deadline, int) and deadline <= int(spec.get("minReadySeconds") or 0):
         errs.append(field_invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+    if old is not None and spec.get("selector") != (old.get("spec") or {}).get("selector"):
+        errs.append(invalid_bare("spec.selector", json.dumps(spec.get("selector"), sort_keys=True),
+                                 "field is immutable"))
     return errs
 
 
-def validate_replicaset(obj: dict[str, Any]) -> list[FieldError]:
+def validate_replicaset(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     spec = obj.get("spec") or {}
     errs: list[FieldError] = []
     nonneg(errs, "spec.replicas", spec.get("replicas"))
@@ -230,24 +225,6 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list
         if spec.get("completions") != ospec.get("completions") and spec.get("completionMode") != "Indexed":
             errs.append(field_invalid("spec.completions", spec.get("completions"), "field is immutable"))
     return errs
-
-
-def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    if kind == "Deployment":
-        errs = validate_deployment(obj)
-        if old is not None and (obj.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
-            errs.append(invalid_bare("spec.selector", json.dumps((obj.get("spec") or {}).get("selector"),
-                                                                  sort_keys=True), "field is immutable"))
-        return errs
-    if kind == "ReplicaSet":
-        return validate_replicaset(obj)
-    if kind == "DaemonSet":
-        return daemonsets.validate(obj, old)
-    if kind == "CronJob":
-        return cronjobs.validate(obj, old)
-    if kind == "StatefulSet":
-        return statefulsets.validate(obj, old)
-    return validate_job(obj, old)
 
 
 # ---- the scale subresource (autoscaling/v1 Scale) ---------------------------------------------------------
