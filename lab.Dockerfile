@@ -84,8 +84,9 @@ RUN python -m pip install -q --no-deps --no-build-isolation -e /opt/mockgpu \
     && python -c "import json; from mockgpu.commands.lab import OVERRIDES; print(json.dumps(OVERRIDES, indent=1))" \
         > /opt/venv/share/jupyter/lab/settings/overrides.json \
     && python -c "from mockgpu.commands.lab import settings_dir; settings_dir()" \
-    && for k in /opt/mockgpu/.cache/upstream/*/bin/kubectl; do [ -x "$k" ] && ln -sf "$k" /usr/local/bin/kubectl; done; \
-    cp -r /opt/mockgpu/labs "/home/$NB_USER/labs" && chown -R "$NB_UID:$NB_UID" "/home/$NB_USER"
+    && { for k in /opt/mockgpu/.cache/upstream/*/bin/kubectl; do \
+           if [ -x "$k" ]; then ln -sf "$k" /usr/local/bin/kubectl; fi; done; } \
+    && cp -r /opt/mockgpu/labs "/home/$NB_USER/labs" && chown -R "$NB_UID:$NB_UID" "/home/$NB_USER"
 
 LABEL org.opencontainers.image.title="mockgpu-lab" \
       org.opencontainers.image.description="mockgpu labs: JupyterLab, fake GPU Kubernetes clusters, the labs" \
