@@ -105,3 +105,15 @@ def test_missing_binaries_say_how(tmp_path, monkeypatch):
     monkeypatch.setenv("MOCKGPU_UPSTREAM_BIN", str(tmp_path))
     msg = binaries.missing()
     assert msg is not None and "etcd" in msg and "upstream-build" in msg and str(tmp_path) in msg
+
+
+def test_missing_binaries_without_the_checkout_s_scripts_say_where_to_get_them(tmp_path, monkeypatch):
+    """In the lab image (mockgpu installed from /opt/mockgpu, no scripts/) there is no upstream-build to run."""
+    monkeypatch.setenv("MOCKGPU_UPSTREAM_BIN", str(tmp_path / "bin"))
+    monkeypatch.setattr(binaries, "checkout_root", lambda: tmp_path)
+    msg = binaries.missing()
+    assert msg is not None and "no scripts/upstream-build" in msg and "MOCKGPU_UPSTREAM_BIN" in msg
+    assert "install Go" not in msg
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "upstream-build").write_text("#!/bin/sh\n")
+    assert "no scripts/upstream-build" not in binaries.missing()

@@ -47,8 +47,14 @@ def missing(names: tuple[str, ...] = CONTROL_PLANE) -> str | None:
     absent = [n for n in names if not os.access(d / n, os.X_OK)]
     if not absent:
         return None
-    how = "run ./scripts/upstream-build" if shutil.which("go") else \
-        "install Go (https://go.dev/doc/install), then run ./scripts/upstream-build"
+    if not (checkout_root() / "scripts" / "upstream-build").is_file():
+        # an installation without the checkout's scripts: the lab image (lab.Dockerfile) or a plain pip install
+        how = ("this installation has no scripts/upstream-build: build them in a checkout of mockgpu and set "
+               "MOCKGPU_UPSTREAM_BIN to their folder, or use a lab image built with them (scripts/lab-image)")
+    elif shutil.which("go"):
+        how = "run ./scripts/upstream-build"
+    else:
+        how = "install Go (https://go.dev/doc/install), then run ./scripts/upstream-build"
     return f"the upstream backend needs {', '.join(absent)} in {d}: {how}"
 
 
