@@ -37,8 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported lazily)
-    from mockgpu.backends.embedded.cluster import resolve_spec
-    from mockgpu.backends.embedded.state import ClusterState
+    from mockgpu.backends.common.spec import resolve_spec
+    from mockgpu.backends.common.state import ClusterState
 
     if args.spec is not None:
         return resolve_spec(args.spec)
@@ -77,7 +77,7 @@ def run_up(args: argparse.Namespace) -> int:
 
 def _backend_of_cluster(name: str | None) -> str:
     """The backend whose state holds cluster ``name`` (state dirs under MOCKGPU_HOME say), else embedded."""
-    from mockgpu.backends.embedded.state import ClusterState
+    from mockgpu.backends.common.state import ClusterState
 
     if name:
         state = ClusterState.of(name)
