@@ -13,7 +13,7 @@ from mockgpu.errors import MockgpuError
 DEFAULT_NAME = "mockgpu"  # the cluster name when neither --spec nor --name says one
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = sub.add_parser("up", help="create or resume a cluster; says which sandbox its pods run under (fails in one "
                         "line when none can be built here) and prints the kubeconfig path last")
     up.add_argument("--spec", type=Path, help="cluster spec (clusters/*.yaml); default: no nodes")

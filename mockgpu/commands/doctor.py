@@ -29,7 +29,7 @@ NEEDS = {
 }
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("doctor", help="report what this machine supports (sandbox, Docker, Go, kind, ...) and "
                                       "what each backend needs; changes nothing, exits 0",
                        description=describe(__doc__))

@@ -41,7 +41,7 @@ KERNEL_NAME = "python3"  # what every lab's metadata names
 OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False}}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("lab", help="start JupyterLab on the labs/ folder, opened at the first lab")
     p.add_argument("open", nargs="?", default=None, metavar="LAB",
                    help="lab to open: its number (08) or file name (default: the lowest-numbered, 01)")
