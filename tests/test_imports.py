@@ -57,7 +57,6 @@ LAZY_ALLOWED: list[tuple[str, str, str]] = [
      "the package's lazy ControllerManager: " + _KUBERNETES),
     # the CLI imports every command module to build its parser (mockgpu.cli.COMMAND_MODULES): what a command
     # runs loads when it runs
-    ("mockgpu.commands.cluster", "mockgpu.backends", "`mockgpu up/down/status`: " + _KUBERNETES + "; aiohttp"),
     ("mockgpu.dra.command", "mockgpu.dra", "`mockgpu dra-driver`: its gRPC servers and the official client"),
     ("mockgpu.dra.command", "mockgpu.config", "`mockgpu dra-driver`: the spec, with pydantic"),
     ("mockgpu.sim.command", "mockgpu.sim", "`mockgpu sim`: numpy, " + _NOTEBOOK),

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 
 from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, get_backend
-from mockgpu.backends.common.run import Runner
-from mockgpu.backends.kind.preflight import docker_check, kind_check, kubectl_check
+from mockgpu.backends.common.run import Runner, kubectl_check
+from mockgpu.backends.kind.preflight import docker_check, kind_check
 from mockgpu.control.kubelet.sandboxprobe import Verdict, probe
 from mockgpu.errors import MockgpuError
 from mockgpu.helptext import describe

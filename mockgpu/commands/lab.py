@@ -126,7 +126,7 @@ def choose_port(asked: int | None, ip: str = DEFAULT_IP) -> int:
         return DEFAULT_PORT
     with socket.socket(_family(ip), socket.SOCK_STREAM) as s:
         s.bind((ip, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def url_host(ip: str) -> str:
