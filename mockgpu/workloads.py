@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from fractions import Fraction
 
 from mockgpu.errors import MockgpuError
@@ -185,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mockgpu-workload: --{name} must not be negative", file=sys.stderr)
             return 2
     signal.signal(signal.SIGTERM, _on_sigterm)
+    func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return args.func(args)
+        return func(args)
     except cuda.CudaError as exc:
         return cuda_failure(exc, args.scenario)
     except MockgpuError as exc:  # e.g. NVIDIA_VISIBLE_DEVICES names a device the node lacks

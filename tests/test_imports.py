@@ -12,7 +12,9 @@ the standard library's ``ast`` (nothing is imported or run) and fails on:
   architecture notes give with each entry's reason;
 - a module of the leaf room ``mockgpu/apimachinery`` importing any other mockgpu module;
 - an import against DESIGN.md's direction of imports (``LAYERS``), or a new import of the API server's
-  internals by the controllers, the scheduler loop or the kubelets.
+  internals by the controllers, the scheduler loop or the kubelets;
+- a backend importing another backend (DESIGN.md: backends share code through ``backends/common``, never each
+  other's folders), or the widgets reaching past the backends' interface (``backends/base.py``, ``backends/common``).
 
 Run it as a script (``python tests/test_imports.py``) for the figures: modules, module-level edges,
 cycles (strongly connected components), and function-local imports by target.
@@ -55,7 +57,6 @@ LAZY_ALLOWED: list[tuple[str, str, str]] = [
      "the package's lazy ControllerManager: " + _KUBERNETES),
     # the CLI imports every command module to build its parser (mockgpu.cli.COMMAND_MODULES): what a command
     # runs loads when it runs
-    ("mockgpu.commands.cluster", "mockgpu.backends", "`mockgpu up/down/status`: " + _KUBERNETES + "; aiohttp"),
     ("mockgpu.dra.command", "mockgpu.dra", "`mockgpu dra-driver`: its gRPC servers and the official client"),
     ("mockgpu.dra.command", "mockgpu.config", "`mockgpu dra-driver`: the spec, with pydantic"),
     ("mockgpu.sim.command", "mockgpu.sim", "`mockgpu sim`: numpy, " + _NOTEBOOK),
@@ -63,39 +64,10 @@ LAZY_ALLOWED: list[tuple[str, str, str]] = [
      "cel-python: about 0.2 s to import and build its parser, only once DRA is used"),
 ]
 
-# Function-local imports still present that are none of the above: "known, issue 19" (most start a backend, a
-# command or a lab cluster lazily, which issue 19's "one cluster lifecycle" reworks). A new one fails the
-# test, and so does a listed one that is gone, so the list only shrinks. (importing module, imported module)
-KNOWN_LOCAL: set[tuple[str, str]] = {
-    ("mockgpu.backends.embedded.controlplane", "mockgpu.control.controllers"),
-    ("mockgpu.backends.embedded.controlplane", "mockgpu.control.scheduler"),
-    ("mockgpu.backends.embedded.daemon", "mockgpu.backends.embedded.controlplane"),
-    ("mockgpu.backends.kind.labels", "mockgpu.config.inventory"),
-    ("mockgpu.backends.kind.labels", "mockgpu.deviceplugin.labels"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.backends.embedded.controlplane"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.backends.embedded.kubeconfig"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.backends.upstream.recorder"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.backends.upstream.schedlog"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.control.kubelet.kubelet"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.control.kubelet.server"),
-    ("mockgpu.backends.upstream.daemon", "mockgpu.control.scheduler.config"),
-    ("mockgpu.control.kubelet.sandbox", "mockgpu"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.base"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.embedded"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.embedded.cluster"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.embedded.daemon"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.embedded.nodes"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.kind"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.kind.images"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.kind.schedresults"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.upstream"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.upstream.cluster"),
-    ("mockgpu.widgets.labkit", "mockgpu.backends.upstream.recorder"),
-    ("mockgpu.widgets.labkit", "mockgpu.config.clusterspec"),
-    ("mockgpu.widgets.labkit", "mockgpu.control.kubelet.kubelet"),
-    ("mockgpu.widgets.labkit", "mockgpu.control.scheduler.config"),
-    ("mockgpu.widgets.labkit", "mockgpu.sched.config"),
-}
+# Function-local imports still present that are none of the above ("known, issue 19"). A new one fails the test, and
+# so does a listed one that is gone, so the list only shrinks; issue 19's "one cluster lifecycle" emptied it (29 -> 0).
+# (importing module, imported module)
+KNOWN_LOCAL: set[tuple[str, str]] = set()
 
 # Cycles still present, as frozensets of their modules ("known, issue 19"); a new cycle fails the test, and a
 # listed one that is gone fails too. Issue 19 named 7; all are broken.
@@ -337,6 +309,50 @@ def test_control_clients_do_not_import_the_api_servers_internals():
              if b.startswith("mockgpu.control.apiserver.")}
     assert not found - SIDEWAYS_KNOWN, f"new imports of API server internals: {sorted(found - SIDEWAYS_KNOWN)}"
     assert not SIDEWAYS_KNOWN - found, f"gone: drop them from SIDEWAYS_KNOWN: {sorted(SIDEWAYS_KNOWN - found)}"
+
+
+SHARED_BACKEND_MODULES = ("base", "common")  # mockgpu.backends.<these>: the interface and the shared code
+
+
+def backend_of(module: str) -> str | None:
+    """The backend a module belongs to (``mockgpu.backends.kind.render`` -> ``kind``); None outside a backend's
+    folder (the interface ``base``, the shared ``common``, everything else)."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[:2] != ["mockgpu", "backends"] or parts[2] in SHARED_BACKEND_MODULES:
+        return None
+    return parts[2]
+
+
+def cross_backend(g: dict[str, set[str]]) -> list[str]:
+    """Edges from one backend's folder into another's."""
+    return [f"{a} -> {b}" for a, deps in sorted(g.items()) for b in sorted(deps)
+            if backend_of(a) and backend_of(b) and backend_of(a) != backend_of(b)]
+
+
+def past_the_interface(g: dict[str, set[str]]) -> list[str]:
+    """Edges from the widgets (the labs' helper among them) into a backend's own folder."""
+    return [f"{a} -> {b}" for a, deps in sorted(g.items()) if a.startswith("mockgpu.widgets") for b in sorted(deps)
+            if backend_of(b)]
+
+
+def test_backends_do_not_import_each_other():
+    bad = cross_backend(graph(all_imports()))
+    assert not bad, "a backend imports another backend (move what they share to mockgpu/backends/common):\n" + \
+        "\n".join(bad)
+
+
+def test_widgets_start_clusters_only_through_the_backends_interface():
+    bad = past_the_interface(graph(all_imports()))
+    assert not bad, "the widgets reach into a backend (use mockgpu.backends.base: get_backend, Cluster):\n" + \
+        "\n".join(bad)
+
+
+def test_the_backend_rules_see_a_planted_edge():
+    g = {"mockgpu.backends.upstream.cluster": {"mockgpu.backends.embedded.daemon", "mockgpu.backends.common.state",
+                                               "mockgpu.backends.base", "mockgpu.backends.upstream.state"},
+         "mockgpu.widgets.labkit": {"mockgpu.backends.base", "mockgpu.backends.kind.images"}}
+    assert cross_backend(g) == ["mockgpu.backends.upstream.cluster -> mockgpu.backends.embedded.daemon"]
+    assert past_the_interface(g) == ["mockgpu.widgets.labkit -> mockgpu.backends.kind.images"]
 
 
 def test_apimachinery_is_a_leaf():

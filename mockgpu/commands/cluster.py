@@ -7,13 +7,16 @@ import sys
 from pathlib import Path
 
 from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, UpOptions, get_backend
+from mockgpu.backends.common.spec import resolve_spec
+from mockgpu.backends.common.state import ClusterState
+from mockgpu.config import ClusterSpec
 from mockgpu.control.kubelet.sandboxprobe import probe
 from mockgpu.errors import MockgpuError
 
 DEFAULT_NAME = "mockgpu"  # the cluster name when neither --spec nor --name says one
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = sub.add_parser("up", help="create or resume a cluster; says which sandbox its pods run under (fails in one "
                         "line when none can be built here) and prints the kubeconfig path last")
     up.add_argument("--spec", type=Path, help="cluster spec (clusters/*.yaml); default: no nodes")
@@ -36,10 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     status.set_defaults(func=run_status)
 
 
-def _spec_for(args: argparse.Namespace):  # noqa: ANN202 - ClusterSpec (imported lazily)
-    from mockgpu.backends.embedded.cluster import resolve_spec
-    from mockgpu.backends.embedded.state import ClusterState
-
+def _spec_for(args: argparse.Namespace) -> ClusterSpec:
     if args.spec is not None:
         return resolve_spec(args.spec)
     if args.name and args.backend in ("embedded", "upstream"):
@@ -77,8 +77,6 @@ def run_up(args: argparse.Namespace) -> int:
 
 def _backend_of_cluster(name: str | None) -> str:
     """The backend whose state holds cluster ``name`` (state dirs under MOCKGPU_HOME say), else embedded."""
-    from mockgpu.backends.embedded.state import ClusterState
-
     if name:
         state = ClusterState.of(name)
         if state.exists():

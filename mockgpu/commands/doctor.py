@@ -13,8 +13,8 @@ import shutil
 import subprocess
 
 from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, get_backend
-from mockgpu.backends.kind.preflight import docker_check, kind_check, kubectl_check
-from mockgpu.backends.kind.run import Runner
+from mockgpu.backends.common.run import Runner, kubectl_check
+from mockgpu.backends.kind.preflight import docker_check, kind_check
 from mockgpu.control.kubelet.sandboxprobe import Verdict, probe
 from mockgpu.errors import MockgpuError
 from mockgpu.helptext import describe
@@ -29,7 +29,7 @@ NEEDS = {
 }
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("doctor", help="report what this machine supports (sandbox, Docker, Go, kind, ...) and "
                                       "what each backend needs; changes nothing, exits 0",
                        description=describe(__doc__))

@@ -41,7 +41,7 @@ KERNEL_NAME = "python3"  # what every lab's metadata names
 OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False}}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("lab", help="start JupyterLab on the labs/ folder, opened at the first lab")
     p.add_argument("open", nargs="?", default=None, metavar="LAB",
                    help="lab to open: its number (08) or file name (default: the lowest-numbered, 01)")
@@ -126,7 +126,7 @@ def choose_port(asked: int | None, ip: str = DEFAULT_IP) -> int:
         return DEFAULT_PORT
     with socket.socket(_family(ip), socket.SOCK_STREAM) as s:
         s.bind((ip, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def url_host(ip: str) -> str:

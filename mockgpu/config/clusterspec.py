@@ -14,17 +14,35 @@ import yaml
 from pydantic import ValidationError
 
 from mockgpu.config.semantic import check_spec
-from mockgpu.config.specmodel import (  # noqa: F401  (the spec's types, re-exported: callers import them from here)
-    API_VERSION,
-    KIND,
-    ClusterSpec,
-    DRAGPUs,
-    GPUSpec,
-    GPUTopology,
-    Metadata,
-    NodePool,
-    NodeSpec,
-    Taint,
+from mockgpu.config.specmodel import (  # the spec's types, re-exported: callers import them from here
+    API_VERSION as API_VERSION,
+)
+from mockgpu.config.specmodel import (
+    KIND as KIND,
+)
+from mockgpu.config.specmodel import (
+    ClusterSpec as ClusterSpec,
+)
+from mockgpu.config.specmodel import (
+    DRAGPUs as DRAGPUs,
+)
+from mockgpu.config.specmodel import (
+    GPUSpec as GPUSpec,
+)
+from mockgpu.config.specmodel import (
+    GPUTopology as GPUTopology,
+)
+from mockgpu.config.specmodel import (
+    Metadata as Metadata,
+)
+from mockgpu.config.specmodel import (
+    NodePool as NodePool,
+)
+from mockgpu.config.specmodel import (
+    NodeSpec as NodeSpec,
+)
+from mockgpu.config.specmodel import (
+    Taint as Taint,
 )
 from mockgpu.errors import ConfigError
 

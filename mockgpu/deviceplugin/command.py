@@ -22,7 +22,7 @@ from mockgpu.helptext import describe
 DEFAULT_DRIVER_DIR = "/var/lib/mockgpu/driver"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("device-plugin", help="run the fake NVIDIA device plugin of one node (gRPC v1beta1)",
                        description=describe(__doc__))
     p.add_argument("--spec", required=True, help="cluster spec file (clusters/*.yaml)")

@@ -33,7 +33,7 @@ RESYNC_SECONDS = 10.0  # the pool is compared with the API this often (a deleted
 log = logging.getLogger(__name__)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("dra-driver", help="run the DRA driver gpu.mockgpu.io of one node (kubelet DRA gRPC v1)",
                        description=describe(__doc__))
     p.add_argument("--spec", required=True, help="cluster spec file (clusters/*.yaml)")
@@ -66,7 +66,7 @@ def api_client_from(kubeconfig: str | None) -> Any:
         return config.new_client_from_config()
 
 
-def format_table(slices: list[dict]) -> str:
+def format_table(slices: list[dict[str, Any]]) -> str:
     rows = [("DEVICE", "TYPE", "UUID", "MEMORY")]
     for s in slices:
         for d in s["spec"].get("devices", []):

@@ -217,7 +217,7 @@ def device_uuids(inventory: NodeInventory, gpus: Iterable[int] | None = None) ->
     return {d["name"]: d["attributes"]["uuid"]["string"] for d in node_devices(inventory, gpus)}
 
 
-def _chunks(items: list, size: int) -> list[list]:
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from mockgpu.errors import MockgpuError
 
@@ -67,7 +68,7 @@ class GPUModel:
         raise MockgpuError(f"{self.key} has no MIG profile '{name}' (profiles: {known})")
 
 
-def _profile(d: dict) -> MigProfile:
+def _profile(d: dict[str, Any]) -> MigProfile:
     return MigProfile(
         name=d["name"],
         id=d["id"] if d["id"] is not None else d["id_assumed"],

@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,12 @@ def base_uuid(device_id: str) -> str:
     return device_id.split("::", 1)[0]
 
 
-def driver_dir_from_env(env: dict[str, str] | None = None) -> Path | None:
+def driver_dir_from_env(env: Mapping[str, str] | None = None) -> Path | None:
     """The driver directory this process should use: ``$MOCKGPU_DRIVER_DIR``, else the container path
     if it exists, else None."""
-    env = os.environ if env is None else env
-    if env.get(ENV_DRIVER_DIR):
-        return Path(env[ENV_DRIVER_DIR])
+    src: Mapping[str, str] = os.environ if env is None else env
+    if src.get(ENV_DRIVER_DIR):
+        return Path(src[ENV_DRIVER_DIR])
     return Path(CONTAINER_DRIVER_DIR) if Path(CONTAINER_DRIVER_DIR, "inventory.json").exists() else None
 
 
@@ -133,7 +134,7 @@ class Driver:
             raise DriverNotFound(f"no mockgpu driver at {self.dir} (no readable inventory.json)") from None
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Driver:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Driver:
         d = driver_dir_from_env(env)
         if d is None:
             raise DriverNotFound(f"no mockgpu driver: {ENV_DRIVER_DIR} is not set and {CONTAINER_DRIVER_DIR} is absent")
@@ -188,7 +189,7 @@ class Driver:
         return [e for e in events if isinstance(e, dict) and isinstance(e.get("uuid"), str)
                 and isinstance(e.get("xid"), int) and not isinstance(e["xid"], bool)]
 
-    def _edit_health(self, fn) -> None:
+    def _edit_health(self, fn: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
         with Dir.open(self.dir) as top:
             fd = top.open_lock(HEALTH_LOCK)
             try:
@@ -237,7 +238,7 @@ class Driver:
         health = self.health()
         out: dict[str, dict[str, Any]] = {}
         for g in self.inventory.gpus:
-            parts = [g, *g.mig] if g.mig else [g]
+            parts: list[PhysicalGPU | MigInstance] = [g, *g.mig] if g.mig else [g]
             states = {p.uuid: self._state(p) for p in parts}
             for m in g.mig:
                 out[m.uuid] = _entry("mig", m, states[m.uuid], health[m.uuid], f"{g.product_name} MIG {m.profile}")

@@ -8,6 +8,7 @@ kubelet, widgets, kind manifests). They are built from a cluster spec by
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,12 @@ class NodeInventory:
         raise KeyError(uuid)
 
 
-def inventory_to_dict(inv: NodeInventory) -> dict:
+def inventory_to_dict(inv: NodeInventory) -> dict[str, Any]:
     """A JSON-ready form of ``inv`` (the driver directory's ``inventory.json``)."""
     return asdict(inv)
 
 
-def inventory_from_dict(d: dict) -> NodeInventory:
+def inventory_from_dict(d: dict[str, Any]) -> NodeInventory:
     """The inverse of :func:`inventory_to_dict`."""
     gpus = []
     for g in d["gpus"]:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.safedir import Dir, UnsafeEntry, check_name
@@ -43,6 +43,8 @@ LEDGERS = "ledgers"  # under the driver dir
 PROCS = "procs"  # under LEDGERS: the process leases
 MAX_LEDGER_BYTES = 8 << 20  # a ledger of thousands of processes is far smaller; more is not one we wrote
 LEASE_NAME = re.compile(r"[A-Za-z0-9_]{1,200}-[0-9]{1,10}\.lock")  # what _entry writes: <pidns>-<pid>.lock
+
+T = TypeVar("T")
 
 
 class CorruptLedger(MockgpuError):
@@ -204,7 +206,7 @@ class Ledger:
     def _write(self, d: Dir, data: dict[str, Any]) -> None:
         d.write_atomic(self.name, json.dumps(data).encode())
 
-    def _update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+    def _update(self, fn: Callable[[dict[str, Any]], T]) -> T:
         with Dir.open(self.root) as top, top.sub(LEDGERS) as d, self._locked(d):
             data = self._read(d)
             before = json.dumps(data)
@@ -230,7 +232,7 @@ class Ledger:
     def _entry(self, data: dict[str, Any], who: ProcessIdentity) -> dict[str, Any]:
         ns = pid_namespace()
         key = f"{ns}/{who.pid}"
-        entry = data["processes"].get(key)
+        entry: dict[str, Any] | None = data["processes"].get(key)
         if entry is None:
             lease = None
             if who.pid == os.getpid():
@@ -260,7 +262,7 @@ class Ledger:
             if nbytes > free:
                 raise OutOfMemory(d["uuid"], nbytes, free, d["total_bytes"])
             e = self._entry(d, who)
-            handle = d["next_handle"]
+            handle = int(d["next_handle"])
             d["next_handle"] = handle + 1
             e["allocations"][str(handle)] = nbytes
             e["used_bytes"] += nbytes
@@ -273,7 +275,7 @@ class Ledger:
 
         def do(d: dict[str, Any]) -> int:
             e = self._entry(d, who)
-            n = e["allocations"].pop(str(handle), 0)
+            n = int(e["allocations"].pop(str(handle), 0))
             e["used_bytes"] -= n
             return n
 

@@ -151,7 +151,7 @@ def _series(doc: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, object], fl
     for g in doc["gpus"]:
         base = {"gpu": g["index"], "UUID": g["uuid"], "device": f"nvidia{g['index']}", "modelName": g["product"],
                 "Hostname": host}
-        parts: list[tuple[dict[str, object], str, int, int, object]] = []
+        parts: list[tuple[dict[str, object], str, int, int, float | None]] = []
         if g["mig"]:
             for m in g["mig"]:
                 parts.append(({**base, "GPU_I_PROFILE": m["profile"], "GPU_I_ID": m["migIndex"]}, m["uuid"],

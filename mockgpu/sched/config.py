@@ -48,7 +48,7 @@ class SchedulerConfig:
     pod_max_backoff_seconds: int = 10
     parallelism: int = 16
 
-    def profile_for(self, pod: Mapping) -> Profile | None:
+    def profile_for(self, pod: Mapping[str, Any]) -> Profile | None:
         """The profile named by ``spec.schedulerName`` (default ``default-scheduler``); None: not ours."""
         name = (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
         return self.profiles.get(name)

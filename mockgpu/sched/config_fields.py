@@ -8,7 +8,7 @@ Upstream decodes the file strictly (``strict decoding error: unknown field "..."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 from mockgpu.errors import ConfigError
 
@@ -61,6 +61,11 @@ class Reader:
             raise self.fail(path, f"must be a list, not {type(value).__name__}")
         return value
 
+    @overload
+    def integer(self, value: Any, path: str, default: int) -> int: ...
+    @overload
+    def integer(self, value: Any, path: str, default: None = None) -> int | None: ...
+
     def integer(self, value: Any, path: str, default: int | None = None) -> int | None:
         if value is None:
             return default
@@ -68,7 +73,7 @@ class Reader:
             raise self.fail(path, f"must be an integer, not {value!r}")
         if not -INT32_MAX - 1 <= value <= INT32_MAX:
             raise self.fail(path, f"Invalid value: {value}: out of the int32 range")
-        return value
+        return int(value)
 
     def string(self, value: Any, path: str, default: str = "") -> str:
         if value is None:

@@ -12,6 +12,7 @@ import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mockgpu.sched.dra.snapshot import SNAPSHOT_KEY, DraSnapshot
 from mockgpu.sched.framework import (
@@ -66,16 +67,16 @@ class ScheduleResult:
     next_start_index: int = 0
     pre_filter_msg: str = ""  # a PreFilter rejection (every node failed with it)
     error: str | None = None  # a plugin Error status: the cycle stopped (upstream: SchedulerError)
-    reserved: dict[str, dict] = field(default_factory=dict)  # plugin → what its Reserve kept for the binder
+    reserved: dict[str, dict[str, Any]] = field(default_factory=dict)  # plugin → what its Reserve kept for the binder
 
     @property
-    def claim_allocations(self) -> dict[str, dict]:
+    def claim_allocations(self) -> dict[str, dict[str, Any]]:
         """DynamicResources' new allocations: ``"namespace/claim" → AllocationResult`` on the chosen node (what
         PreBind writes)."""
         return dict((self.reserved.get("DynamicResources") or {}).get("allocated") or {})
 
     @property
-    def pod_claim_allocations(self) -> dict[str, dict]:
+    def pod_claim_allocations(self) -> dict[str, dict[str, Any]]:
         """Every claim of the pod → its allocation (made by this cycle or before)."""
         return {k: v for k, v in ((self.reserved.get("DynamicResources") or {}).get("claims") or {}).items() if v}
 
@@ -96,8 +97,8 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None) -> in
     return max(MIN_FEASIBLE_NODES_TO_FIND, num_all_nodes * pct // 100)
 
 
-def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, res: ScheduleResult,
-            nominated: Mapping[str, list[dict]]) -> None:
+def _filter(pod: Mapping[str, Any], nodes: list[NodeInfo], profile: Profile, start: int, res: ScheduleResult,
+            nominated: Mapping[str, list[dict[str, Any]]]) -> None:
     n = len(nodes)
     want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score) if profile.scorers else 1
     processed = 0
@@ -118,7 +119,7 @@ def _filter(pod: Mapping, nodes: list[NodeInfo], profile: Profile, start: int, r
     res.next_start_index = (start + processed) % n if n else 0
 
 
-def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleResult) -> None:
+def _score(pod: Mapping[str, Any], nodes: list[NodeInfo], profile: Profile, res: ScheduleResult) -> None:
     by_name = {n.name: n for n in nodes}
     feasible = [by_name[name] for name in res.feasible]
     for name in res.feasible:
@@ -138,8 +139,8 @@ def _score(pod: Mapping, nodes: list[NodeInfo], profile: Profile, res: ScheduleR
     res.totals = {name: sum(res.final_scores[name].values()) for name in res.feasible}
 
 
-def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
-                 start_index: int = 0, nominated: Mapping[str, list[dict]] | None = None,
+def schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
+                 start_index: int = 0, nominated: Mapping[str, list[dict[str, Any]]] | None = None,
                  dra: DraSnapshot | None = None) -> ScheduleResult:
     """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure.
 
@@ -157,8 +158,8 @@ def schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random
         return _schedule_one(pod, nodes, profile, rng, start_index, nominated or {})
 
 
-def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: random.Random,
-                  start_index: int, nominated: Mapping[str, list[dict]]) -> ScheduleResult:
+def _schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, rng: random.Random,
+                  start_index: int, nominated: Mapping[str, list[dict[str, Any]]]) -> ScheduleResult:
     res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
     if not nodes:
         res.message = NO_NODES_AVAILABLE
@@ -183,8 +184,8 @@ def _schedule_one(pod: dict, nodes: list[NodeInfo], profile: Profile, rng: rando
     return res
 
 
-def _pre_filter(pod: dict, nodes: list[NodeInfo], profile: Profile, res: ScheduleResult,
-                nominated: Mapping[str, list[dict]]) -> bool:
+def _pre_filter(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, res: ScheduleResult,
+                nominated: Mapping[str, list[dict[str, Any]]]) -> bool:
     """Run the PreFilter plugins; True when one ended the cycle (rejection or error)."""
     for plugin in profile.filters:
         if not isinstance(plugin, PreFilterPlugin):
@@ -208,7 +209,7 @@ def _pre_filter(pod: dict, nodes: list[NodeInfo], profile: Profile, res: Schedul
     return False
 
 
-def _reserve(pod: dict, profile: Profile, res: ScheduleResult) -> None:
+def _reserve(pod: dict[str, Any], profile: Profile, res: ScheduleResult) -> None:
     for plugin in profile.filters:
         if isinstance(plugin, ReservePlugin):
             kept = plugin.reserve(pod, str(res.selected_node))
@@ -216,7 +217,7 @@ def _reserve(pod: dict, profile: Profile, res: ScheduleResult) -> None:
                 res.reserved[plugin.name] = dict(kept)
 
 
-def annotations(res: ScheduleResult) -> dict[str, str]:
+def annotations(res: ScheduleResult) -> dict[str, str]:  # type: ignore[no-redef]  # shadows only the __future__ name
     """The pod annotations (JSON, node → plugin → value as strings, like kube-scheduler-simulator)."""
     def dump(table: Mapping[str, Mapping[str, object]]) -> str:
         return json.dumps({n: {p: str(v) for p, v in row.items()} for n, row in table.items()}, sort_keys=True)
@@ -231,7 +232,7 @@ def annotations(res: ScheduleResult) -> dict[str, str]:
     return out
 
 
-def dra_allocation_summary(allocations: Mapping[str, Mapping]) -> dict[str, list[dict[str, str]]]:
+def dra_allocation_summary(allocations: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, str]]]:
     """``claim name → [{request, device}]`` for the pod annotation (the pool is the node)."""
     out: dict[str, list[dict[str, str]]] = {}
     for key, alloc in allocations.items():

@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from mockgpu.sched.dra.snapshot import DraSnapshot
 from mockgpu.sched.snapshot import NodeInfo
 
 MAX_NODE_SCORE = 100
@@ -73,35 +74,35 @@ class FilterPlugin(Protocol):
 
     name: str
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status: ...
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status: ...
 
 
 @runtime_checkable
 class PreEnqueuePlugin(Protocol):
     """Gates a pod before it enters the active queue (rejected: it waits, nothing is written)."""
 
-    def pre_enqueue(self, pod: Mapping) -> Status: ...
+    def pre_enqueue(self, pod: Mapping[str, Any], snapshot: DraSnapshot | None = None) -> Status: ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Protocol):
     """Runs once per cycle before Filter; a rejection makes every node fail with its message (PreFilterMsg)."""
 
-    def pre_filter(self, pod: Mapping, nodes: list[NodeInfo]) -> Status: ...
+    def pre_filter(self, pod: Mapping[str, Any], nodes: list[NodeInfo]) -> Status: ...
 
 
 @runtime_checkable
 class ReservePlugin(Protocol):
     """After a node was chosen: what the plugin keeps for the binder (e.g. DRA allocations), as a mapping."""
 
-    def reserve(self, pod: Mapping, node_name: str) -> Mapping[str, object]: ...
+    def reserve(self, pod: Mapping[str, Any], node_name: str) -> Mapping[str, object]: ...
 
 
-_STATE: ContextVar[dict | None] = ContextVar("mockgpu_sched_cycle_state", default=None)
+_STATE: ContextVar[dict[str, Any] | None] = ContextVar("mockgpu_sched_cycle_state", default=None)
 
 
 @contextmanager
-def cycle_state_scope(initial: Mapping[str, object] | None = None) -> Iterator[dict]:
+def cycle_state_scope(initial: Mapping[str, object] | None = None) -> Iterator[dict[str, Any]]:
     """Open the CycleState of one scheduling cycle (``schedule_one`` does this)."""
     state = dict(initial or {})
     token = _STATE.set(state)
@@ -111,7 +112,7 @@ def cycle_state_scope(initial: Mapping[str, object] | None = None) -> Iterator[d
         _STATE.reset(token)
 
 
-def cycle_state() -> dict:
+def cycle_state() -> dict[str, Any]:
     """The running cycle's state; outside a cycle a fresh dict each call (nothing is remembered)."""
     state = _STATE.get()
     return {} if state is None else state
@@ -123,21 +124,21 @@ class ScorePlugin(Protocol):
 
     name: str
 
-    def score(self, pod: Mapping, node: NodeInfo) -> int: ...
+    def score(self, pod: Mapping[str, Any], node: NodeInfo) -> int: ...
 
 
 @runtime_checkable
 class PreScorePlugin(Protocol):
     """Optional: return ``Code.SKIP`` to leave this pod unscored by the plugin."""
 
-    def pre_score(self, pod: Mapping, nodes: list[NodeInfo]) -> Status: ...
+    def pre_score(self, pod: Mapping[str, Any], nodes: list[NodeInfo]) -> Status: ...
 
 
 @runtime_checkable
 class NormalizeScorePlugin(Protocol):
     """Optional: rescale the raw scores of all feasible nodes (``node name → score``) to 0..100."""
 
-    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]: ...
+    def normalize(self, pod: Mapping[str, Any], scores: dict[str, int]) -> dict[str, int]: ...
 
 
 def default_normalize(scores: Mapping[str, int], *, reverse: bool = False,
@@ -172,7 +173,7 @@ class Profile:
 PASSED = "passed"
 
 
-def run_filters(profile: Profile, pod: Mapping, node: NodeInfo) -> tuple[Status, dict[str, str]]:
+def run_filters(profile: Profile, pod: Mapping[str, Any], node: NodeInfo) -> tuple[Status, dict[str, str]]:
     """Run the profile's filters in order, stopping at the first rejection (as upstream).
 
     Returns the node's status (tagged with the rejecting plugin) and ``plugin → "passed" | reason`` for
@@ -191,8 +192,8 @@ def run_filters(profile: Profile, pod: Mapping, node: NodeInfo) -> tuple[Status,
     return Status.success(), results
 
 
-def run_filters_with_nominated(profile: Profile, pod: Mapping, node: NodeInfo,
-                               nominated: Sequence[Mapping] = ()) -> tuple[Status, dict[str, str]]:
+def run_filters_with_nominated(profile: Profile, pod: Mapping[str, Any], node: NodeInfo,
+                               nominated: Sequence[Mapping[str, Any]] = ()) -> tuple[Status, dict[str, str]]:
     """Upstream ``RunFilterPluginsWithNominatedPods``: filter once with the pods nominated to this node whose
     priority is at least the pod's (the pod itself excluded) added, and, if any were added and that passed,
     once more without them; the pod must pass both. ``nominated`` are the pods nominated to ``node``.
@@ -211,10 +212,10 @@ def run_filters_with_nominated(profile: Profile, pod: Mapping, node: NodeInfo,
     return run_filters(profile, pod, node)
 
 
-def _priority(pod: Mapping) -> int:
+def _priority(pod: Mapping[str, Any]) -> int:
     return int((pod.get("spec") or {}).get("priority") or 0)
 
 
-def _key(pod: Mapping) -> str:
+def _key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 _INT = re.compile(r"^[+-]?[0-9]+$")  # strconv.ParseInt(s, 10, 64) syntax
 _INT64 = (-(2**63), 2**63 - 1)
@@ -26,7 +27,7 @@ def _int(text: str) -> int | None:
     return value if _INT64[0] <= value <= _INT64[1] else None
 
 
-def _expression_valid(req: Mapping) -> bool:
+def _expression_valid(req: Mapping[str, Any]) -> bool:
     op, values = req.get("operator", ""), list(req.get("values") or [])
     if op in ("In", "NotIn"):
         return len(values) > 0
@@ -37,11 +38,11 @@ def _expression_valid(req: Mapping) -> bool:
     return False
 
 
-def _field_valid(req: Mapping) -> bool:
+def _field_valid(req: Mapping[str, Any]) -> bool:
     return req.get("operator") in ("In", "NotIn") and len(list(req.get("values") or [])) == 1
 
 
-def requirement_matches(req: Mapping, labels: Mapping[str, str]) -> bool:
+def requirement_matches(req: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """One (already valid) label requirement against a node's labels."""
     key, op, values = req.get("key", ""), req.get("operator", ""), list(req.get("values") or [])
     has = key in labels
@@ -61,13 +62,13 @@ def requirement_matches(req: Mapping, labels: Mapping[str, str]) -> bool:
     return False
 
 
-def _field_matches(req: Mapping, node_name: str) -> bool:
+def _field_matches(req: Mapping[str, Any], node_name: str) -> bool:
     value = node_name if req.get("key") == "metadata.name" else ""
-    wanted = list(req.get("values") or [""])[0]
+    wanted = str(list(req.get("values") or [""])[0])
     return value == wanted if req.get("operator") == "In" else value != wanted
 
 
-def term_matches(term: Mapping, labels: Mapping[str, str], node_name: str) -> bool:
+def term_matches(term: Mapping[str, Any], labels: Mapping[str, str], node_name: str) -> bool:
     exprs = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not exprs and not fields:
@@ -79,5 +80,5 @@ def term_matches(term: Mapping, labels: Mapping[str, str], node_name: str) -> bo
     return all(_field_matches(f, node_name) for f in fields)
 
 
-def selector_matches(terms: list[Mapping], labels: Mapping[str, str], node_name: str) -> bool:
+def selector_matches(terms: list[Mapping[str, Any]], labels: Mapping[str, str], node_name: str) -> bool:
     return any(term_matches(t, labels, node_name) for t in terms)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mockgpu.sched.framework import Code, Profile, Status, run_filters_with_nominated
 from mockgpu.sched.messages import fit_error
@@ -37,8 +38,8 @@ class PreemptionResult:
     node_statuses: dict[str, Status] = field(default_factory=dict)
 
 
-def _select_victims(pod: Mapping, node: NodeInfo, profile: Profile,
-                    nominated: list[dict]) -> tuple[list[dict], Status]:
+def _select_victims(pod: Mapping[str, Any], node: NodeInfo, profile: Profile,
+                    nominated: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Status]:
     prio = pod_priority(pod)
     potential = [p for p in node.pods if pod_priority(p) < prio]
     if not potential:
@@ -58,14 +59,14 @@ def _select_victims(pod: Mapping, node: NodeInfo, profile: Profile,
     return victims, Status.success()
 
 
-def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status], profile: Profile,
-            nominated: Mapping[str, list[dict]] | None = None) -> PreemptionResult:
+def preempt(pod: Mapping[str, Any], nodes: list[NodeInfo], statuses: Mapping[str, Status], profile: Profile,
+            nominated: Mapping[str, list[dict[str, Any]]] | None = None) -> PreemptionResult:
     """Run the dry run for an unschedulable pod; ``statuses`` are the filter statuses by node name,
     ``nominated`` the pods nominated to each node (counted as in Filter)."""
     if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
         return PreemptionResult(message=NEVER)
     out: dict[str, Status] = {}
-    candidates: list[tuple[str, list[dict]]] = []
+    candidates: list[tuple[str, list[dict[str, Any]]]] = []
     for node in nodes:
         st = statuses.get(node.name)
         if st is None or st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -81,7 +82,7 @@ def preempt(pod: Mapping, nodes: list[NodeInfo], statuses: Mapping[str, Status],
         return PreemptionResult(message="preemption: " + fit_error(len(nodes), out, absent_status=absent),
                                 node_statuses=out)
 
-    def rank(c: tuple[str, list[dict]]) -> tuple[int, int, int]:
+    def rank(c: tuple[str, list[dict[str, Any]]]) -> tuple[int, int, int]:
         prios = [pod_priority(v) for v in c[1]]
         # upstream offsets each priority by MaxInt32+1 so that more victims weigh more in the sum
         return (max(prios, default=-(2**31)), sum(p + 2**31 for p in prios), len(prios))

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.apimachinery.quantity import int_value, milli_value
@@ -44,7 +45,7 @@ def _resource_value_text(milli: bool, quantity: str) -> int:
 
 # Upstream computes the incoming pod's requests once, in PreFilter, into the CycleState; plugins read
 # them from there. ``cycle_cache`` is that state: inside it, each pod object's requests are computed once.
-_CYCLE: ContextVar[dict[tuple[int, bool, bool], tuple[Mapping, dict[str, int]]] | None] = ContextVar(
+_CYCLE: ContextVar[dict[tuple[int, bool, bool], tuple[Mapping[str, Any], dict[str, int]]] | None] = ContextVar(
     "mockgpu_sched_cycle", default=None)
 
 
@@ -80,14 +81,14 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
-def _container_requests(container: Mapping, defaults: Mapping[str, int]) -> dict[str, int]:
+def _container_requests(container: Mapping[str, Any], defaults: Mapping[str, int]) -> dict[str, int]:
     reqs = resource_list((container.get("resources") or {}).get("requests"))
     for name, default in defaults.items():
         reqs.setdefault(name, default)  # only a *missing* key gets the default; an explicit 0 stays 0
     return reqs
 
 
-def pod_requests(pod: Mapping, *, non_zero: bool = False, pod_level: bool = True) -> dict[str, int]:
+def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False, pod_level: bool = True) -> dict[str, int]:
     """The pod's effective request per resource, as upstream ``PodRequests``.
 
     ``non_zero=True`` is the scoring variant (``NonMissingContainerRequests``): every container that does
@@ -105,17 +106,17 @@ def pod_requests(pod: Mapping, *, non_zero: bool = False, pod_level: bool = True
     return dict(hit[1])
 
 
-def _pod_requests(pod: Mapping, non_zero: bool, pod_level: bool = True) -> dict[str, int]:
+def _pod_requests(pod: Mapping[str, Any], non_zero: bool, pod_level: bool = True) -> dict[str, int]:
     return _requests_with_defaults(pod, _NON_ZERO_DEFAULTS if non_zero else {}, pod_level)
 
 
-def _is_pod_level_requests_set(pod: Mapping) -> bool:
+def _is_pod_level_requests_set(pod: Mapping[str, Any]) -> bool:
     """Upstream ``IsPodLevelRequestsSet``: ``spec.resources.requests`` names cpu, memory or a hugepages size."""
     reqs = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
     return any(k in (CPU, MEMORY) or str(k).startswith("hugepages-") for k in reqs)
 
 
-def node_non_zero_requests(pod: Mapping) -> dict[str, int]:
+def node_non_zero_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     """cpu and memory a pod adds to its node's *non-zero* sums, as upstream ``PodInfo.CalculateResource``.
 
     Without pod-level requests: every container missing cpu/memory counts 100m/200Mi. With pod-level requests
@@ -131,7 +132,8 @@ def node_non_zero_requests(pod: Mapping) -> dict[str, int]:
     return {k: nz.get(k, 0) for k in (CPU, MEMORY)}
 
 
-def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int], pod_level: bool = True) -> dict[str, int]:
+def _requests_with_defaults(pod: Mapping[str, Any], defaults: Mapping[str, int],
+                            pod_level: bool = True) -> dict[str, int]:
     spec = pod.get("spec") or {}
     reqs: dict[str, int] = {}
     for c in spec.get("containers") or []:
@@ -157,13 +159,13 @@ def _requests_with_defaults(pod: Mapping, defaults: Mapping[str, int], pod_level
     return reqs
 
 
-def pod_key(pod: Mapping) -> str:
+def pod_key(pod: Mapping[str, Any]) -> str:
     """``namespace/name`` (namespace defaults to ``default``)."""
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
-def pod_priority(pod: Mapping) -> int:
+def pod_priority(pod: Mapping[str, Any]) -> int:
     """``spec.priority`` (set by admission from the PriorityClass); 0 when absent."""
     return int((pod.get("spec") or {}).get("priority") or 0)
 
@@ -177,14 +179,14 @@ class NodeInfo:
     pod with ``add_pod`` (mutates) or ``with_pod`` (copy), e.g. for sequential placement in a simulation.
     """
 
-    node: dict
+    node: dict[str, Any]
     allocatable: dict[str, int]
-    pods: list[dict] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
     requested: dict[str, int] = field(default_factory=dict)
     non_zero_requested: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_node(cls, node: Mapping, pods: Iterable[Mapping] = ()) -> NodeInfo:
+    def from_node(cls, node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> NodeInfo:
         status = node.get("status") or {}
         info = cls(node=dict(node), allocatable=resource_list(status.get("allocatable")))
         for p in pods:
@@ -193,14 +195,14 @@ class NodeInfo:
 
     @property
     def name(self) -> str:
-        return (self.node.get("metadata") or {}).get("name", "")
+        return str((self.node.get("metadata") or {}).get("name", ""))
 
     @property
     def labels(self) -> dict[str, str]:
         return dict((self.node.get("metadata") or {}).get("labels") or {})
 
     @property
-    def taints(self) -> list[dict]:
+    def taints(self) -> list[dict[str, Any]]:
         return list((self.node.get("spec") or {}).get("taints") or [])
 
     @property
@@ -211,7 +213,7 @@ class NodeInfo:
     def pod_count(self) -> int:
         return len(self.pods)
 
-    def add_pod(self, pod: Mapping) -> None:
+    def add_pod(self, pod: Mapping[str, Any]) -> None:
         self.pods.append(dict(pod))
         _add(self.requested, pod_requests(pod))
         _add(self.non_zero_requested, node_non_zero_requests(pod))
@@ -223,7 +225,7 @@ class NodeInfo:
         for p in remaining:
             self.add_pod(p)
 
-    def with_pod(self, pod: Mapping) -> NodeInfo:
+    def with_pod(self, pod: Mapping[str, Any]) -> NodeInfo:
         clone = self.clone()
         clone.add_pod(pod)
         return clone

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -10,7 +11,7 @@ NO_EXECUTE = "NoExecute"
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
-def tolerates(toleration: Mapping, taint: Mapping) -> bool:
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     """An empty effect matches every effect; an empty key with ``Exists`` matches every key.
 
     Simplified: the alpha ``Lt``/``Gt`` operators (TaintTolerationComparisonOperators) are not modelled.
@@ -29,15 +30,16 @@ def tolerates(toleration: Mapping, taint: Mapping) -> bool:
     return False
 
 
-def tolerated(tolerations: Iterable[Mapping], taint: Mapping) -> bool:
+def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
     return any(tolerates(t, taint) for t in tolerations)
 
 
-def pod_tolerations(pod: Mapping) -> list[dict]:
+def pod_tolerations(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((pod.get("spec") or {}).get("tolerations") or [])
 
 
-def first_untolerated(taints: Iterable[Mapping], tolerations: list[Mapping], effects: tuple[str, ...]) -> dict | None:
+def first_untolerated(taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]],
+                      effects: tuple[str, ...]) -> dict[str, Any] | None:
     """The first taint (in node order) with one of ``effects`` that no toleration tolerates."""
     for taint in taints:
         if taint.get("effect") in effects and not tolerated(tolerations, taint):

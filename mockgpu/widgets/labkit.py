@@ -13,12 +13,15 @@ the lab's spec (``mockgpu.backends.kind``: real kubelets, real containers of the
 ``close``. There the client puts the loaded mockgpu image on every workload it creates, the Nodes are the
 spec's (the first is kind's control plane), the real scheduler's results reach the pods as on upstream
 (``mockgpu.backends.kind.schedresults``), and waits get longer timeouts (real containers start in seconds).
+
+Every backend is started, found and deleted through the one interface of ``mockgpu.backends.base``
+(``get_backend(name).cluster(UpOptions(..., owned=True))``, a ``Cluster``); what differs between them (the sandbox,
+when the scheduler's results arrive, the workload image, slower waits) is the backend's ``Traits``.
 """
 
 from __future__ import annotations
 
 import atexit
-import inspect
 import os
 import time
 from collections.abc import Callable
@@ -27,9 +30,13 @@ from typing import Any, TypeVar
 
 import yaml
 
-from mockgpu.backends.base import SANDBOXED_BACKENDS
+from mockgpu.backends.base import Backend, Cluster, Traits, UpOptions, get_backend
+from mockgpu.backends.common.recorder import RECORDED
+from mockgpu.config import ClusterSpec, NodeSpec
+from mockgpu.config.clusterspec import parse_spec
 from mockgpu.control.kubelet.sandboxprobe import probe
 from mockgpu.errors import MockgpuError
+from mockgpu.sched.config import default_config, load_config
 from mockgpu.widgets.client import ApiRefused, ClusterClient, connect
 from mockgpu.widgets.live import stop_all
 from mockgpu.widgets.progress import Progress
@@ -53,10 +60,8 @@ def repo_path(path: str | Path) -> Path:
 
 
 def load_lab_spec(spec: str | Path, scheduler_config: str | Path | None = None,
-                  edit: Callable[[dict], None] | None = None) -> Any:
+                  edit: Callable[[dict[str, Any]], None] | None = None) -> ClusterSpec:
     """The cluster spec, optionally pointed at another KubeSchedulerConfiguration file or edited in memory."""
-    from mockgpu.config.clusterspec import parse_spec
-
     path = repo_path(spec)
     data = yaml.safe_load(path.read_text())
     if scheduler_config is not None:
@@ -72,8 +77,6 @@ def _decided(p: Obj) -> bool:
 
 
 def _and_recorded(check: Callable[[Obj], bool]) -> Callable[[Obj], bool]:
-    from mockgpu.backends.upstream.recorder import RECORDED
-
     return lambda p: check(p) and RECORDED in ((p.get("metadata") or {}).get("annotations") or {})
 
 
@@ -102,27 +105,18 @@ def _poll(fn: Callable[[], T], ok: Callable[[T], bool], timeout: float) -> tuple
     return result, True
 
 
-def scheduler_profiles(spec: Any) -> list[str]:
+def scheduler_profiles(spec: ClusterSpec) -> list[str]:
     """The profile names of the spec's scheduler config (``default-scheduler`` when it has none)."""
-    from mockgpu.sched.config import default_config, load_config
-
     path = spec.scheduler_config_path()
     config = load_config(path) if path else default_config()
     return list(config.profiles)
-
-
-def has_control_plane() -> bool:
-    """Whether this checkout's embedded backend can run the scheduler and kubelets."""
-    from mockgpu.backends.embedded import EmbeddedCluster
-
-    return {"kubelets", "scheduler"} <= set(inspect.signature(EmbeddedCluster).parameters)
 
 
 class LabCluster:
     """Context manager: ``with LabCluster(spec, name=...) as lab: lab.client ...``."""
 
     def __init__(self, spec: str | Path, *, name: str, scheduler_config: str | Path | None = None,
-                 edit: Callable[[dict], None] | None = None, home: str | Path | None = None,
+                 edit: Callable[[dict[str, Any]], None] | None = None, home: str | Path | None = None,
                  control_plane: bool = True) -> None:
         self.spec_path = str(spec)
         self.spec_file = repo_path(spec)  # the file as written (without in-memory edits)
@@ -130,12 +124,14 @@ class LabCluster:
         self.name = name
         self.home = home
         self.profiles = scheduler_profiles(self.spec)
-        self.cluster: Any = None
+        self.cluster: Cluster | None = None
         self.client: ClusterClient | None = None
         self.external = bool(os.environ.get("MOCKGPU_KUBECONFIG"))
         self.control_plane = control_plane  # False: API server only (tests that play scheduler and kubelet)
-        self.backend = os.environ.get("MOCKGPU_BACKEND", "embedded") if not self.external else "external"
-        self.results: Any = None  # on kind: the thread writing kube-scheduler's results onto the pods
+        # API-only labs run on the embedded backend whatever MOCKGPU_BACKEND says: only it serves an API alone
+        self.backend = "external" if self.external else \
+            os.environ.get("MOCKGPU_BACKEND", "embedded") if control_plane else "embedded"
+        self.traits = Traits(sandboxed=False)  # the backend's, once started (external: nothing assumed)
         self.sandbox_line = ""  # which sandbox layer this lab's pods run under (the probe's line), once started
 
     @property
@@ -147,41 +143,31 @@ class LabCluster:
             self.client = connect(os.environ["MOCKGPU_KUBECONFIG"], up_command=self.up_command)
             self.cleanup_pods()
             return self
+        backend = self._backend()
+        self.traits = backend.traits
         if self.control_plane:
             self.check_sandbox()
-        if self.backend == "upstream" and self.control_plane:
-            return self._start_upstream()
-        if self.backend == "kind" and self.control_plane:
-            return self._start_kind()
-        from mockgpu.backends.embedded import EmbeddedCluster
-        from mockgpu.backends.embedded.cluster import destroy
-        from mockgpu.backends.embedded.daemon import running_endpoint
-
-        control: dict[str, Any] = {"kubelets": True, "scheduler": True}  # scheduler + a fake kubelet per node
-        if self.control_plane and has_control_plane():
-            from mockgpu.control.kubelet.kubelet import KubeletOptions
-
-            # a lab's pods are disposable: at close their containers get 0.5 s, not the kubelet's 2 s
-            control["kubelet_options"] = KubeletOptions(stop_grace=0.5)
-        else:
-            control = {}  # API only
-        cluster = EmbeddedCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True, **control)
-        if running_endpoint(cluster.state) is not None:
-            raise MockgpuError(f"cluster '{self.name}' is already served by another process (is this lab open "
-                               f"twice?); stop that kernel or run: mockgpu down --name {self.name}")
+        problem = backend.is_available()
+        if problem:
+            raise MockgpuError(f"MOCKGPU_BACKEND={backend.name}: {problem}")
+        cluster = backend.cluster(UpOptions(spec=self.spec, name=self.name, owned=True,
+                                            control_plane=self.control_plane,
+                                            stop_grace=0.5))  # a lab's pods are disposable: 0.5 s at close, not 2 s
         progress = Progress(f"starting cluster {self.name} ({self.spec_path})", steps=3)
         progress.step("removing what an earlier run of this lab left")
-        destroy(cluster.state)  # whatever an earlier or crashed run left
+        cluster.delete()  # whatever an earlier or crashed run left (a cluster another process serves: refused)
         progress.finish_step("nothing left from an earlier run")
         progress.step("starting the API server, the scheduler and a kubelet per node")
         self.cluster = cluster.start()
         atexit.register(self.close)  # the kernel stopping deletes the cluster (close() is idempotent)
-        self.client = ClusterClient(cluster.api_client(), up_command=self.up_command)
+        up_command = self.up_command + ("" if backend.name == "embedded" else f" --backend {backend.name}")
+        self.client = ClusterClient(cluster.api_client(), up_command=up_command)
+        self.client.image_override = self.traits.workload_image
         progress.finish_step("API server, scheduler and kubelets started")
         if self.sandbox_line:  # which layer the pods run under, as `mockgpu up` says it
             progress.lines.append(self.sandbox_line)
         gpus = 0
-        if "kubelets" in control:
+        if self.control_plane:
             progress.step("waiting for every node to publish its GPUs")
             gpus = self._wait_published()
             progress.finish_step("every node published its GPUs")
@@ -189,17 +175,18 @@ class LabCluster:
                       f"(it lives until lab.close() or the kernel stops)")
         return self
 
+    def _backend(self) -> Backend:
+        return get_backend(self.backend, home=self.home)
+
     def check_sandbox(self) -> None:
         """On the embedded and upstream backends the lab's pods run here, in the workload sandbox: when it cannot
         be built no pod would ever start and every check would answer "Not quite", so say why (the same line
         ``mockgpu up`` fails with) instead of starting the cluster. Kind's pods run in kind's containers."""
-        if self.backend in SANDBOXED_BACKENDS:
+        if self._backend().traits.sandboxed:
             self.sandbox_line = probe().check().line  # PodsCannotStart: a notebook shows its one line only
 
-    def spec_nodes(self) -> list[Any]:
-        from mockgpu.backends.embedded.nodes import spec_nodes
-
-        return list(spec_nodes(self.spec))
+    def spec_nodes(self) -> list[NodeSpec]:
+        return list(self.spec.nodes())
 
     def _wait_published(self, timeout: float = 30.0) -> int:
         """Wait until each node's GPU state is published (the map then shows every GPU); the GPU count."""
@@ -214,51 +201,12 @@ class LabCluster:
             ok = len(snap.nodes) >= want and all(n["metadata"]["name"] in snap.gpu_states for n in with_gpus)
             return ok, sum(len(s.get("gpus") or []) for s in snap.gpu_states.values())
 
-        return _poll(published, lambda r: r[0], timeout)[0][1]
-
-    def _start_upstream(self) -> LabCluster:
-        """The same lab on the real kube-apiserver, controller manager and scheduler (``MOCKGPU_BACKEND=upstream``,
-        binaries from ``scripts/upstream-build``), with mockgpu's kubelets."""
-        from mockgpu.backends.upstream import UpstreamCluster
-        from mockgpu.backends.upstream.cluster import destroy, stop
-
-        cluster = UpstreamCluster(self.spec, name=self.name, home=self.home, delete_on_exit=True)
-        stop(cluster.state)  # whatever an earlier or crashed run of this lab left
-        destroy(cluster.state)
-        self.cluster = cluster.start()
-        atexit.register(self.close)  # the kernel stopping deletes the cluster, as on the embedded backend
-        self.client = ClusterClient(cluster.api_client(), up_command=self.up_command + " --backend upstream")
-        return self
-
-    def _start_kind(self) -> LabCluster:
-        """The lab's spec as a kind cluster (``MOCKGPU_BACKEND=kind``; Docker, kind and kubectl needed). Its
-        workloads run in real containers of the mockgpu image that ``up`` loads into the nodes."""
-        from mockgpu.backends.base import UpOptions
-        from mockgpu.backends.kind import KindBackend
-        from mockgpu.backends.kind.images import mockgpu_image
-        from mockgpu.backends.kind.schedresults import SchedulerResults
-        from mockgpu.control.scheduler.config import load_scheduler_config
-
-        backend = KindBackend()
-        problem = backend.is_available()
-        if problem:
-            raise MockgpuError(f"MOCKGPU_BACKEND=kind: {problem}")
-        if self.name in backend._clusters():  # whatever an earlier or crashed run of this lab left
-            backend.down(self.name)
-        info = backend.up(UpOptions(spec=self.spec, name=self.name))
-        self.cluster = _KindLabCluster(backend, self.name)
-        atexit.register(self.close)  # the kernel stopping deletes the kind cluster, as on the embedded backend
-        self.client = connect(info.kubeconfig, up_command=self.up_command + " --backend kind")
-        # the embedded and upstream kubelets run the command whatever the image says; kind's run the image
-        self.client.image_override = (mockgpu_image(), "Never")  # kind-loaded, never pulled
-        weights = {name: p.score_weights() for name, p in load_scheduler_config(self.spec).profiles.items()}
-        self.results = SchedulerResults(self.client.api_client, weights).start()
-        return self
+        return _poll(published, lambda r: r[0], self._timeout(timeout))[0][1]
 
     def _timeout(self, seconds: float) -> float:
         """A wait's timeout on this backend: kind's real containers and controllers take seconds, not
-        milliseconds, on a loaded machine (x3)."""
-        return seconds * 3 if self.backend == "kind" and self.control_plane else seconds
+        milliseconds, on a loaded machine (its ``Traits.wait_factor``)."""
+        return seconds * self.traits.wait_factor
 
     def submit(self, name: str, scenario: str = "inspect", gpus: int | str | None = None, *,
                resource: str = "nvidia.com/gpu", scheduler: str = "default-scheduler", args: tuple[str, ...] = (),
@@ -336,7 +284,7 @@ class LabCluster:
     def _check(self, until: str) -> Callable[[Obj], bool]:
         check = WAIT_UNTIL[until]
         if self.backend in ("upstream", "kind") and until in ("decided", "bound"):
-            # the real scheduler's results reach the pod just after its decision (backends.upstream.recorder)
+            # the real scheduler's results reach the pod just after its decision (backends.common.recorder)
             check = _and_recorded(check)
         return check
 
@@ -430,9 +378,6 @@ class LabCluster:
             if self.client is not None:
                 self.cleanup_pods()
             return
-        if self.results is not None:
-            self.results.stop()
-            self.results = None
         if self.cluster is not None:
             self.cluster.delete()
             self.cluster = None
@@ -442,16 +387,6 @@ class LabCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _KindLabCluster:
-    """What ``LabCluster.close`` calls ``delete`` on for a kind cluster."""
-
-    def __init__(self, backend: Any, name: str) -> None:
-        self.backend, self.name = backend, name
-
-    def delete(self) -> None:
-        self.backend.down(self.name)
 
 
 def _count(n: int, noun: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mockgpu.backends.kind.run import Result, Runner
+from mockgpu.backends.common.run import Result, Runner
 from mockgpu.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]

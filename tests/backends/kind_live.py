@@ -30,7 +30,7 @@ def live_cluster(name: str, spec_file: str, tmp: Path, what: str) -> Iterator[di
             mp.setenv(key, env[key])
     backend = KindBackend()
     spec = spec_at(ROOT / "clusters" / spec_file)
-    if name in backend._clusters():  # a run that was killed before its own cleanup
+    if name in backend.cluster_names():  # a run that was killed before its own cleanup
         backend.down(name)
     t0 = time.monotonic()
     info = backend.up(UpOptions(spec=spec, name=name, kubeconfig=tmp / "kubeconfig"))

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from mockgpu.backends.kind.images import mockgpu_image, package_version
+from mockgpu.backends.common.images import mockgpu_image, package_version
 
 from .conftest import ROOT
 

@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from mockgpu.backends.base import UpOptions
+from mockgpu.backends.common.dramanifests import CDI_DIR, PLUGINS_DIR, REGISTRY_DIR, dra_nodes
+from mockgpu.backends.common.manifests import PluginManifestOptions, plugin_manifests
+from mockgpu.backends.common.run import Result
 from mockgpu.backends.kind import KindBackend
 from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, kind_config
-from mockgpu.backends.kind.dra import CDI_DIR, PLUGINS_DIR, REGISTRY_DIR, dra_nodes
-from mockgpu.backends.kind.manifests import PluginManifestOptions, plugin_manifests
 from mockgpu.backends.kind.render import cluster_manifests
-from mockgpu.backends.kind.run import Result
 from mockgpu.backends.kubeconfig import render_manifests
 from mockgpu.config.clusterspec import parse_spec
 from mockgpu.config.inventory import device_plugin_inventory

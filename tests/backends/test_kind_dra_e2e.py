@@ -65,7 +65,7 @@ def test_every_dra_node_publishes_its_slices_and_the_device_plugin_keeps_the_res
 
 
 def test_claims_are_allocated_prepared_and_applied_by_containerds_cdi(dra_kind):
-    from mockgpu.backends.kind.images import mockgpu_image
+    from mockgpu.backends.common.images import mockgpu_image
 
     kubectl(dra_kind, "apply", "-f", "-", input=manifest(mockgpu_image(), pull="Never", mig_container_per_request=True))
     kubectl(dra_kind, "wait", "--for=condition=Ready", "pod/big", "pod/migs", "--timeout=180s")

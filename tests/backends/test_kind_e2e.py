@@ -36,7 +36,7 @@ def kind_cluster(tmp_path_factory) -> Iterator[dict[str, Any]]:
 
 def workload_pod(name: str, node: str, resource: str, count: int, *args: str) -> dict[str, Any]:
     """A pod running ``mockgpu-workload`` in the mockgpu image (loaded into the nodes by ``up``)."""
-    from mockgpu.backends.kind.images import mockgpu_image
+    from mockgpu.backends.common.images import mockgpu_image
 
     return {
         "apiVersion": "v1", "kind": "Pod",

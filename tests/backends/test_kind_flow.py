@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from mockgpu.backends.base import UpOptions
+from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.run import Result
 from mockgpu.backends.kind import KindBackend
-from mockgpu.backends.kind.images import mockgpu_image
-from mockgpu.backends.kind.run import Result
 from mockgpu.errors import MockgpuError
 
 from .conftest import FakeRunner

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from mockgpu.backends.common.schedlog import BOUND, SCORED, TOTAL, SchedulerLog
 from mockgpu.backends.kind.schedresults import SCHEDULER_SELECTOR
-from mockgpu.backends.upstream.schedlog import BOUND, SCORED, TOTAL, SchedulerLog
 
 POD = {"name": "p", "namespace": "default"}
 LINES = [
@@ -93,7 +93,7 @@ def _pod_with_claims():
 def test_recorder_writes_the_dra_allocation_of_a_bound_pod_as_the_embedded_scheduler(mig_results, annotated):
     """On kind and upstream the claims' allocations (kube-scheduler's PreBind) become the pod's
     mockgpu.io/dra-allocation, keyed by ResourceClaim name (a template's claim by its generated name)."""
-    from mockgpu.backends.upstream.recorder import ResultsRecorder
+    from mockgpu.backends.common.recorder import ResultsRecorder
 
     api = _Api(_pod_with_claims(), {"one-40g": _claim("one-40g", [("gpu", "gpu-0")]),
                                     "p-mig-abcde": _claim("p-mig-abcde", mig_results)})

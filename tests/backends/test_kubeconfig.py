@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from mockgpu.backends.base import UpOptions
-from mockgpu.backends.kind.run import Result
+from mockgpu.backends.common.run import Result
 from mockgpu.backends.kubeconfig import KubeconfigBackend, render_all, render_manifests
 from mockgpu.backends.kubeconfig.placement import assign_nodes, ineligible_reason, label_args
 from mockgpu.errors import MockgpuError

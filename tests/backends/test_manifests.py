@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from mockgpu.backends.base import UpOptions
+from mockgpu.backends.common.images import mockgpu_image, package_version
+from mockgpu.backends.common.manifests import PLUGIN_DIR, spec_document
 from mockgpu.backends.kind.config import DRIVER_DIR, kind_node_names
-from mockgpu.backends.kind.images import NODE_IMAGES, mockgpu_image, package_version
-from mockgpu.backends.kind.manifests import PLUGIN_DIR, spec_document
+from mockgpu.backends.kind.images import NODE_IMAGES
 from mockgpu.backends.kind.render import cluster_manifests
 from mockgpu.backends.kubeconfig import render_manifests
 from mockgpu.config.clusterspec import parse_spec

@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from mockgpu.backends.common.run import Result, Runner
 from mockgpu.backends.kind import KindBackend
 from mockgpu.backends.kind import preflight as preflight_module
 from mockgpu.backends.kind.images import NODE_IMAGES, NodeImage
@@ -18,7 +19,6 @@ from mockgpu.backends.kind.preflight import (
     preflight,
     privileged_check,
 )
-from mockgpu.backends.kind.run import Result, Runner
 from mockgpu.backends.kubeconfig import KubeconfigBackend
 
 from .conftest import FakeRunner

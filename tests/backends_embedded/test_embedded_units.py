@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mockgpu.backends.embedded.kubeconfig import remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.common.kubeconfig import remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.common.state import ClusterState, mockgpu_home
 from mockgpu.backends.embedded.nodes import gpu_resources, node_object
-from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
 from mockgpu.backends.embedded.tls import ensure_serving_cert
 from mockgpu.config import load_spec
 from mockgpu.config.clusterspec import parse_spec

@@ -23,7 +23,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mockgpu.backends.upstream.schedlog import SchedulerLog
+from mockgpu.backends.common.schedlog import SchedulerLog
 
 NS = "default"
 ANN = "mockgpu.io/"
@@ -215,7 +215,7 @@ class EmbeddedSide(Side):
 
 
 class UpstreamSide(Side):
-    """Reads kube-scheduler's JSON log (``-v=10``, ``mockgpu.backends.upstream.schedlog``) for what it did."""
+    """Reads kube-scheduler's JSON log (``-v=10``, ``mockgpu.backends.common.schedlog``) for what it did."""
 
     name = "upstream"
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from kubernetes import client
 
+from mockgpu.backends.common.controlplane import node_root
 from mockgpu.backends.embedded import EmbeddedCluster
-from mockgpu.backends.embedded.controlplane import node_root
 from mockgpu.config import load_spec
 from mockgpu.config.inventory import node_inventory
 from mockgpu.control.kubelet.kubelet import KubeletOptions, dra_dir_for

@@ -195,7 +195,7 @@ def test_with_mockgpu_kubeconfig_a_lab_uses_that_cluster_and_deletes_only_its_ow
 def test_on_kind_a_lab_runs_its_workloads_in_the_loaded_mockgpu_image(make):
     """kind nodes run real containers: what the client creates names the image ``up`` loaded, never pulled;
     the caller's manifest (which a lab may print) stays as it was."""
-    from mockgpu.backends.kind.images import mockgpu_image
+    from mockgpu.backends.common.images import mockgpu_image
     from mockgpu.widgets.client import with_image
 
     untouched = make()

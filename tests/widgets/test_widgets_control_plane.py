@@ -7,10 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mockgpu.widgets import ClusterMap, LabCluster, PendingTimeline, PodInspector, Submission, SubmitPanel
-from mockgpu.widgets.labkit import has_control_plane
 
-pytestmark = pytest.mark.skipif(not has_control_plane(),
-                                reason="this checkout's embedded backend has no scheduler/kubelets yet")
 HOLD = ("sh", "-c", "mockgpu-workload inspect && exec sleep 600")
 
 

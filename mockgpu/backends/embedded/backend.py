@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
-from mockgpu.backends.base import ClusterInfo, UpOptions, check_local_options
+from mockgpu.backends.base import ClusterInfo, Traits, UpOptions, check_local_options, kubeconfig_of, status_of
+from mockgpu.backends.common.state import ClusterState, mockgpu_home
 from mockgpu.backends.embedded import daemon
-from mockgpu.backends.embedded.cluster import destroy, prepare, publish
-from mockgpu.backends.embedded.state import ClusterState, mockgpu_home
-from mockgpu.control.scheduler.config import load_scheduler_config
+from mockgpu.backends.embedded.cluster import BACKEND, EmbeddedCluster, backend_of, destroy
+from mockgpu.control.kubelet.kubelet import KubeletOptions
 from mockgpu.errors import MockgpuError
 
 
-def _backend_of(state: ClusterState) -> str:
-    try:
-        return str(state.read_config().get("backend") or "embedded")
-    except MockgpuError:
-        return "embedded"  # unreadable state: let the embedded backend report or clean it
-
-
 class EmbeddedBackend:
-    """Clusters served by a local control-plane daemon on 127.0.0.1; state under ``$MOCKGPU_HOME``."""
+    """Clusters served by a local control-plane daemon on 127.0.0.1 (or, owned, from a thread of the calling
+    process); state under ``$MOCKGPU_HOME``."""
 
-    name = "embedded"
+    name = BACKEND
+    traits = Traits(sandboxed=True)
 
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = mockgpu_home(home)
@@ -31,51 +25,38 @@ class EmbeddedBackend:
     def is_available(self) -> str | None:
         return None  # pure Python: nothing to install
 
-    def up(self, opts: UpOptions) -> ClusterInfo:
+    def cluster(self, opts: UpOptions) -> EmbeddedCluster:
+        """Owned: served from this process, deleted with it; else the detached daemon ``mockgpu up`` starts."""
         check_local_options(opts)
-        state = ClusterState(opts.name, self.home / opts.name)
-        if state.exists() and _backend_of(state) != self.name:
-            raise MockgpuError(f"cluster '{opts.name}' exists on the {_backend_of(state)} backend "
+        control = opts.control_plane or not opts.owned  # the daemon always runs the control plane
+        kubelet_options = KubeletOptions(stop_grace=opts.stop_grace) if opts.stop_grace is not None else None
+        return EmbeddedCluster(opts.spec, name=opts.name, home=self.home, kubeconfig=opts.kubeconfig,
+                               in_process=opts.owned, delete_on_exit=opts.owned, kubelets=control, scheduler=control,
+                               scheduler_config=opts.scheduler_config, kubelet_options=kubelet_options,
+                               device_plugin=opts.device_plugin, retain=opts.retain)
+
+    def up(self, opts: UpOptions) -> ClusterInfo:
+        cluster = self.cluster(opts)
+        state = cluster.state
+        if state.exists() and backend_of(state) != self.name:  # before a dry run says what it would do
+            raise MockgpuError(f"cluster '{opts.name}' exists on the {backend_of(state)} backend "
                                f"(mockgpu down --name {opts.name} first)", exit_code=2)
-        kubeconfig = Path(opts.kubeconfig) if opts.kubeconfig else None
-        if not opts.dry_run and not state.exists():  # an invalid config fails here, before anything starts
-            load_scheduler_config(opts.spec, opts.scheduler_config)
         if opts.dry_run:
-            target = kubeconfig or state.default_kubeconfig
+            target = Path(opts.kubeconfig) if opts.kubeconfig else state.default_kubeconfig
             how = "would resume" if state.exists() else "would create"
             print(f"cluster '{opts.name}' (embedded): {how}; kubeconfig {target}")  # a dry run's whole output
-            return ClusterInfo(opts.name, self.name, "https://127.0.0.1:<free port>", target,
-                               "would resume" if state.exists() else "would create")
-        config, created = prepare(state, opts.spec, kubeconfig=kubeconfig, scheduler_config=opts.scheduler_config,
-                                  device_plugin=opts.device_plugin)
-        how = "created"
-        try:
-            endpoint = daemon.running_endpoint(state)
-            how = "already running" if endpoint is not None else "created" if created else "resumed"
-            if endpoint is None:
-                daemon.spawn(state)
-                endpoint = daemon.wait_ready(state, config["token"])
-            daemon.wait_control_plane(state)  # every node Ready, its device plugins registered
-        except BaseException:
-            if how != "already running":
-                with contextlib.suppress(MockgpuError):
-                    daemon.stop(state)
-            if created and not opts.retain:
-                destroy(state)
-            raise
-        port = int(endpoint["port"])
-        path = publish(state, config, port)
-        return ClusterInfo(opts.name, self.name, f"https://127.0.0.1:{port}", path, f"running ({how})")
+            return ClusterInfo(opts.name, self.name, "https://127.0.0.1:<free port>", target, how)
+        return cluster.start().info()
 
     def down(self, name: str) -> None:
         state = ClusterState(name, self.home / name)
-        if not state.dir.exists() or (state.exists() and _backend_of(state) != self.name):
+        if not state.dir.exists() or (state.exists() and backend_of(state) != self.name):
             raise MockgpuError(f"no embedded cluster named '{name}' (see mockgpu status)", exit_code=2)
         daemon.stop(state)
         destroy(state)
 
     def list(self) -> list[ClusterInfo]:
-        out = []
+        out: list[ClusterInfo] = []
         if not self.home.is_dir():
             return out
         for d in sorted(self.home.iterdir()):
@@ -97,3 +78,9 @@ class EmbeddedBackend:
                                    Path(config.get("kubeconfig") or state.default_kubeconfig),
                                    "running" if endpoint is not None else "stopped"))
         return out
+
+    def status(self, name: str) -> ClusterInfo | None:
+        return status_of(self, name)
+
+    def kubeconfig(self, name: str) -> Path:
+        return kubeconfig_of(self, name)

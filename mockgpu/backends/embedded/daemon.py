@@ -23,8 +23,10 @@ import threading
 import time
 from pathlib import Path
 
+from mockgpu.backends.common.controlplane import ControlPlane
+from mockgpu.backends.common.process import log_tail, process_alive
+from mockgpu.backends.common.state import ClusterState
 from mockgpu.backends.embedded.nodes import spec_nodes
-from mockgpu.backends.embedded.state import ClusterState
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.server import ENDPOINT_NAME, APIServer, lock_held, read_endpoint
@@ -80,8 +82,6 @@ def _report(state: ClusterState, phase: str, error: str = "") -> None:
 
 async def _serve(state: ClusterState, server: APIServer) -> None:
     """Serve the API, start the control plane on it, and on SIGTERM stop both (control plane first)."""
-    from mockgpu.backends.embedded.controlplane import ControlPlane
-
     server.mode = "daemon"
     await server.start()
     loop = asyncio.get_running_loop()
@@ -120,7 +120,7 @@ def wait_control_plane(state: ClusterState, timeout: float = 60.0) -> None:
                                f"(see {state.log_file})")
         endpoint = read_endpoint(state.dir)
         if endpoint is not None and endpoint.get("pid") and not process_alive(int(endpoint["pid"])):
-            raise MockgpuError(f"the control plane of '{state.name}' exited during start: {_log_tail(state)}")
+            raise MockgpuError(f"the control plane of '{state.name}' exited during start: {log_tail(state.log_file)}")
         time.sleep(0.02)
     raise MockgpuError(f"the nodes of '{state.name}' were not Ready within {timeout:.0f}s (see {state.log_file})")
 
@@ -154,20 +154,6 @@ def spawn(state: ClusterState) -> None:
         os._exit(code)
 
 
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, left unreaped by a container's init, counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _answers(state: ClusterState, port: int, token: str) -> bool:
     ctx = ssl.create_default_context(cafile=str(state.cert_file))
     conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=ctx)
@@ -178,14 +164,6 @@ def _answers(state: ClusterState, port: int, token: str) -> bool:
         return False
     finally:
         conn.close()
-
-
-def _log_tail(state: ClusterState) -> str:
-    try:
-        lines = [ln for ln in state.log_file.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    return lines[-1] if lines else "no log"
 
 
 def wait_ready(state: ClusterState, token: str, timeout: float = 30.0) -> dict:
@@ -203,8 +181,8 @@ def wait_ready(state: ClusterState, token: str, timeout: float = 30.0) -> dict:
             except ValueError:
                 pid = 0
             if pid and not process_alive(pid):
-                raise MockgpuError(f"the control plane of '{state.name}' exited during start: {_log_tail(state)} "
-                                   f"(see {state.log_file})")
+                raise MockgpuError(f"the control plane of '{state.name}' exited during start: "
+                                   f"{log_tail(state.log_file)} (see {state.log_file})")
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
     raise MockgpuError(f"the control plane of '{state.name}' did not answer within {timeout:.0f}s "

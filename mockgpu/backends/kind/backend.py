@@ -10,7 +10,6 @@ failure after creation starts, the half-created cluster is deleted unless ``reta
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -19,32 +18,25 @@ from typing import TextIO
 
 import yaml
 
-from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.base import ClusterInfo, Traits, UpOptions, kubeconfig_of, status_of
+from mockgpu.backends.common.dramanifests import dra_nodes
+from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.manifests import dump_stream
+from mockgpu.backends.common.run import Progress, Result, Runner
+from mockgpu.backends.common.waitgpus import wait_for_gpus
 from mockgpu.backends.kind import fgo
+from mockgpu.backends.kind.cluster import KindCluster
 from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, driver_host_dir, kind_config
-from mockgpu.backends.kind.dra import dra_nodes
-from mockgpu.backends.kind.images import mockgpu_image
 from mockgpu.backends.kind.preflight import first_blocking, preflight
-from mockgpu.backends.kind.render import (
-    cluster_manifests,
-    default_state_dir,
-    dump_stream,
-    render_all,
-    render_options,
-)
-from mockgpu.backends.kind.run import Progress, Result, Runner
+from mockgpu.backends.kind.render import cluster_manifests, default_state_dir, render_all, render_options
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.config.clusterspec import ClusterSpec
-from mockgpu.config.nodelabels import NODE_LABEL
-from mockgpu.dra.slices import DRIVER
 from mockgpu.errors import MockgpuError
 
 SKIP_PHASES_LABEL = "mockgpu.node-image.kubeadm-skip-phases"
 # set by scripts/kind-node-image on images whose containerd applies CDI specs (1.7 with enable_cdi)
 CDI_LABEL = "mockgpu.node-image.cdi"
-WAIT_SECONDS = 180.0
 PYTHON_BASE_ENV = "MOCKGPU_PYTHON_BASE"
-POLL_SECONDS = 2.0
 # Run in each kind node by `down`: stop what writes into the driver folder, then empty it (not the mount).
 _EMPTY_DRIVER_DIR = (
     "systemctl stop kubelet >/dev/null 2>&1; crictl rmp --all --force >/dev/null 2>&1; "
@@ -78,76 +70,6 @@ def remove_tree(path: Path) -> list[Path]:
     return left
 
 
-def _gpu_allocatable(node: dict) -> dict[str, int]:
-    alloc = node.get("status", {}).get("allocatable", {})
-    out: dict[str, int] = {}
-    for key, value in alloc.items():
-        if key.startswith("nvidia.com/"):
-            try:
-                out[key] = int(value)
-            except ValueError:
-                continue
-    return out
-
-
-def _dra_pools(slices: dict) -> dict[str, int]:
-    """Spec node -> devices of its complete ``gpu.mockgpu.io`` pool (every slice of the pool's generation seen)."""
-    pools: dict[str, list[dict]] = {}
-    for s in slices.get("items", []):
-        spec = s.get("spec") or {}
-        if spec.get("driver") == DRIVER and spec.get("nodeName"):
-            pools.setdefault(spec["nodeName"], []).append(spec)
-    out = {}
-    for node, specs in pools.items():
-        generation = max(int(p.get("pool", {}).get("generation", 0)) for p in specs)
-        current = [p for p in specs if int(p.get("pool", {}).get("generation", 0)) == generation]
-        if len(current) >= int(current[0].get("pool", {}).get("resourceSliceCount", 1)):
-            out[node] = sum(len(p.get("devices") or []) for p in current)
-    return out
-
-
-def wait_for_gpus(runner: Runner, kubectl: list[str], spec: ClusterSpec, progress: Progress) -> None:
-    """Poll until every spec node with device-plugin GPUs shows some ``nvidia.com/*`` allocatable > 0 and every
-    node with DRA GPUs has published its whole ``gpu.mockgpu.io`` pool of ResourceSlices.
-
-    Deliberately loose about *which* resources (MIG strategy and time-slicing decide the names and
-    counts; that is the device plugin's business): it prints what each node advertises instead.
-    """
-    want = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.device_plugin_gpus()}
-    want_dra = {n.name for n in spec.nodes() if n.gpu is not None and n.gpu.dra_gpus()}
-    waited = 0.0
-    while True:
-        res = runner.check([*kubectl, "get", "nodes", "-o", "json"])
-        seen: dict[str, dict[str, int]] = {}
-        for item in json.loads(res.stdout).get("items", []):
-            spec_node = item.get("metadata", {}).get("labels", {}).get(NODE_LABEL)
-            gpus = {k: v for k, v in _gpu_allocatable(item).items() if v > 0}
-            if spec_node in want and gpus:
-                seen[spec_node] = gpus
-        published: dict[str, int] = {}
-        if want_dra:
-            res = runner.run([*kubectl, "get", "resourceslices", "-o", "json"])
-            if res.returncode == 0:
-                published = {n: c for n, c in _dra_pools(json.loads(res.stdout)).items() if n in want_dra}
-        if set(seen) == want and set(published) == want_dra:
-            for node in sorted(want | want_dra):
-                parts = [f"{k}={v}" for k, v in sorted(seen.get(node, {}).items())]
-                if node in published:
-                    parts.append(f"{DRIVER}: {published[node]} devices in ResourceSlices")
-                progress.note(f"{node}: " + ", ".join(parts))
-            return
-        if waited >= WAIT_SECONDS:
-            missing = ", ".join(sorted(want - set(seen)))
-            if missing:
-                raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no GPUs in allocatable on {missing}: see "
-                                   f"`kubectl -n mockgpu-system logs ds/mockgpu-device-plugin`")
-            missing = ", ".join(sorted(want_dra - set(published)))
-            raise MockgpuError(f"after {WAIT_SECONDS:.0f}s no {DRIVER} ResourceSlices of {missing}: see "
-                               f"`kubectl -n mockgpu-system logs ds/mockgpu-dra-driver`")
-        runner.sleep(POLL_SECONDS)
-        waited += POLL_SECONDS
-
-
 class KindBackend:
     name = "kind"
 
@@ -156,15 +78,30 @@ class KindBackend:
         self.out = out or sys.stderr
         self.state_root = state_root  # tests pin it; default: $XDG_STATE_HOME/mockgpu/kind
 
+    @property
+    def traits(self) -> Traits:
+        """Real kubelets run the workloads' image (the loaded mockgpu image, never pulled); the real
+        kube-scheduler's results reach the pods from its log (``schedresults``)."""
+        return Traits(sandboxed=False, results_after_decision=True, workload_image=(mockgpu_image(), "Never"),
+                      wait_factor=3.0)
+
     # -- the Backend protocol -------------------------------------------------------------------
     def is_available(self) -> str | None:
         return first_blocking(preflight(self.runner, nodes=1))
+
+    def cluster(self, opts: UpOptions) -> KindCluster:
+        return KindCluster(self, opts)
 
     def up(self, opts: UpOptions) -> ClusterInfo:
         state = self._state_dir(opts.name)
         if opts.dry_run:
             print(render_all(opts, state), end="", file=sys.stdout)
-            return ClusterInfo(opts.name, self.name, "", self._kubeconfig(opts), "dry-run")
+            return ClusterInfo(opts.name, self.name, "", self.kubeconfig_path(opts), "dry-run")
+        return self.cluster(opts).start().info()
+
+    def create(self, opts: UpOptions) -> ClusterInfo:
+        """The steps of ``up`` (``KindCluster.start``): preflight, build, create, load, apply, wait for GPUs."""
+        state = self._state_dir(opts.name)
         kind_opts = render_options(opts, state)  # bad options fail before any side effect
         use_fgo = opts.device_plugin == "fake-gpu-operator"
         nodes = max(1, sum(1 for _ in opts.spec.nodes()))  # the first spec node is the control plane
@@ -181,7 +118,7 @@ class KindBackend:
         with progress.step("build image" if not use_fgo else "build image (skipped: fake-gpu-operator)"):
             if not use_fgo:
                 self._build_image()
-        kubeconfig = self._kubeconfig(opts)
+        kubeconfig = self.kubeconfig_path(opts)
         try:
             with progress.step(f"create cluster {opts.name} ({nodes} nodes)"):
                 self._create(opts, kind_opts, state, kubeconfig)
@@ -209,7 +146,7 @@ class KindBackend:
         problem = self.is_available()
         if problem:
             raise MockgpuError(problem)
-        clusters = self._clusters()
+        clusters = self.cluster_names()
         if name not in clusters:
             raise MockgpuError(f"no kind cluster named '{name}' (kind clusters: {', '.join(clusters) or 'none'})")
         self._empty_driver_dirs(name)
@@ -225,26 +162,34 @@ class KindBackend:
         if self.is_available() is not None:
             return []
         infos = []
-        for name in self._clusters():
+        for name in self.cluster_names():
             kubeconfig = self._state_dir(name) / "kubeconfig"
             res = self.runner.run(["docker", "inspect", "-f", "{{.State.Running}}", f"{name}-control-plane"])
             state = "running" if res.stdout.strip() == "true" else "stopped"
             infos.append(ClusterInfo(name, self.name, self._endpoint(kubeconfig, name), kubeconfig, state))
         return infos
 
+    def status(self, name: str) -> ClusterInfo | None:
+        return status_of(self, name)
+
+    def kubeconfig(self, name: str) -> Path:
+        return kubeconfig_of(self, name)
+
+    def kubeconfig_path(self, opts: UpOptions) -> Path:
+        """Where ``up`` writes the kubeconfig of ``opts.name``."""
+        return opts.kubeconfig or self._state_dir(opts.name) / "kubeconfig"
+
+    def cluster_names(self) -> list[str]:
+        """``kind get clusters``."""
+        res = self.runner.check(["kind", "get", "clusters"])
+        return [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("No kind")]
+
     # -- steps ----------------------------------------------------------------------------------
     def _state_dir(self, name: str) -> Path:
         return self.state_root / name if self.state_root else default_state_dir(name)
 
-    def _kubeconfig(self, opts: UpOptions) -> Path:
-        return opts.kubeconfig or self._state_dir(opts.name) / "kubeconfig"
-
-    def _clusters(self) -> list[str]:
-        res = self.runner.check(["kind", "get", "clusters"])
-        return [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("No kind")]
-
     def _refuse_existing(self, name: str) -> None:
-        if name not in self._clusters():
+        if name not in self.cluster_names():
             return
         nodes = [n for n in self.runner.run(["kind", "get", "nodes", "--name", name]).stdout.split() if n]
         raise MockgpuError(

@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from mockgpu.backends.common.manifests import check_gpu_management
+from mockgpu.backends.common.nodepaths import DRIVER_DIR
 from mockgpu.backends.kind.images import NodeImage, node_image
 from mockgpu.backends.kind.labels import node_labels
 from mockgpu.config.clusterspec import ClusterSpec, NodeSpec
@@ -36,7 +38,6 @@ from mockgpu.config.nodelabels import identity_labels
 from mockgpu.errors import ConfigError
 
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
-DRIVER_DIR = "/var/lib/mockgpu/driver"  # inside each kind node (and in the plugin container)
 SCHEDULER_CONFIG = "/etc/kubernetes/mockgpu/scheduler-config.yaml"  # inside the control-plane node
 FGO_POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's nodePoolLabelKey
 # the scheduler's per-node scores are only in its log at -v=10; JSON so schedlog can parse it
@@ -97,20 +98,6 @@ def check_labels(spec: ClusterSpec) -> None:
                     f"'{key}' is in a kubernetes.io namespace the kubelet may not set "
                     "(kind labels nodes through the kubelet)",
                 )
-
-
-def check_gpu_management(spec: ClusterSpec, *, dra_driver: bool = True, device_plugin: str = "mockgpu") -> None:
-    """ConfigError for a pool whose GPUs go through DRA where no DRA driver is deployed, so such GPUs would
-    silently vanish: with fake-gpu-operator (a device plugin only), or on an existing cluster (``dra_driver``
-    False: the kubeconfig backend, which cannot know whether the cluster's runtime applies CDI specs)."""
-    if dra_driver and device_plugin != "fake-gpu-operator":
-        return
-    why = ("fake-gpu-operator has no DRA driver (use --device-plugin mockgpu)" if device_plugin == "fake-gpu-operator"
-           else "the kubeconfig backend does not deploy the DRA driver (use the kind, embedded or upstream backend)")
-    for i, pool in enumerate(spec.spec.nodePools):
-        if pool.gpu is not None and pool.gpu.management != "devicePlugin":
-            raise ConfigError(spec.source, f"spec.nodePools[{i}].gpu.management",
-                              f"'{pool.gpu.management}' needs the DRA driver: {why}")
 
 
 def _patch(doc: dict[str, Any]) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import metadata
 
 from mockgpu.errors import MockgpuError
 
@@ -62,16 +61,3 @@ def node_image(version: str | None = None) -> NodeImage:
             f"no pinned kindest/node image for Kubernetes {want} (supported: {', '.join(NODE_IMAGES)})", exit_code=2
         )
     return NODE_IMAGES[minor]
-
-
-def package_version() -> str:
-    """mockgpu's version, which is also the tag of its image (never ``latest``)."""
-    try:
-        return metadata.version("mockgpu")
-    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
-        return "0.0.0.dev0"
-
-
-def mockgpu_image() -> str:
-    """The local image the device plugin DaemonSet runs, e.g. ``mockgpu:0.1.0``."""
-    return f"mockgpu:{package_version()}"

@@ -11,23 +11,14 @@ raise ``fs.inotify.max_user_watches`` to 524288 and ``max_user_instances`` to 51
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from mockgpu.backends.common.run import Check, Runner, kubectl_check, tool_check
 from mockgpu.backends.kind.images import NodeImage
-from mockgpu.backends.kind.run import Runner
 
 INOTIFY_WATCHES = 524288
 INOTIFY_INSTANCES = 512
 GIB = 1024**3
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    message: str  # one line: the version found, or what is wrong and how to fix it
-    blocking: bool = True
 
 
 def docker_check(r: Runner) -> Check:
@@ -39,14 +30,6 @@ def docker_check(r: Runner) -> Check:
         return Check("docker", False, "Docker daemon is not reachable (`docker info` failed): start Docker "
                      "(e.g. `sudo systemctl start docker`) and check you may use it (`docker` group or DOCKER_HOST)")
     return Check("docker", True, f"Docker Engine {res.stdout.strip()}")
-
-
-def _tool(r: Runner, tool: str, args: list[str], pattern: str, install: str) -> Check:
-    if r.which(tool) is None:
-        return Check(tool, False, f"`{tool}` is not on PATH: install it ({install})")
-    res = r.run([tool, *args], timeout=30)
-    m = re.search(pattern, res.stdout + res.stderr)
-    return Check(tool, True, f"{tool} {m.group(1) if m else 'version unknown'}")
 
 
 KIND_INSTALL = "https://kind.sigs.k8s.io/docs/user/quick-start/"
@@ -87,13 +70,8 @@ def kind_check(r: Runner, image: NodeImage | None = None) -> Check:
     return Check("kind", True, f"kind {version}")
 
 
-def kubectl_check(r: Runner) -> Check:
-    return _tool(r, "kubectl", ["version", "--client"], r"Client Version: (v[\d.]+\S*)",
-                 "https://kubernetes.io/docs/tasks/tools/")
-
-
 def helm_check(r: Runner) -> Check:
-    return _tool(r, "helm", ["version", "--short"], r"(v[\d.]+\S*)", "https://helm.sh/docs/intro/install/")
+    return tool_check(r, "helm", ["version", "--short"], r"(v[\d.]+\S*)", "https://helm.sh/docs/intro/install/")
 
 
 def _read_int(path: Path) -> int | None:

@@ -10,33 +10,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mockgpu.backends.base import UpOptions
+from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.manifests import (
+    PluginManifestOptions,
+    check_gpu_management,
+    dump_stream,
+    namespace,
+    plugin_manifests,
+)
 from mockgpu.backends.kind import fgo
-from mockgpu.backends.kind.config import KindRenderOptions, check_gpu_management, kind_config, kind_node_names
-from mockgpu.backends.kind.images import mockgpu_image, node_image
-from mockgpu.backends.kind.manifests import PluginManifestOptions, namespace, plugin_manifests
+from mockgpu.backends.kind.config import KindRenderOptions, kind_config, kind_node_names
+from mockgpu.backends.kind.images import node_image
 from mockgpu.backends.kind.scheduler import scheduler_config_for_kind
 from mockgpu.errors import MockgpuError
 
 DEVICE_PLUGINS = ("mockgpu", "fake-gpu-operator")
-
-
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (kubeadm patches, the embedded spec, the entrypoint) as literal blocks."""
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
-
-
-def dump_stream(docs: list[dict[str, Any]]) -> str:
-    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True)
 
 
 def default_state_dir(name: str) -> Path:

@@ -15,8 +15,8 @@ import logging
 import threading
 from typing import Any
 
-from mockgpu.backends.upstream.recorder import ResultsRecorder
-from mockgpu.backends.upstream.schedlog import SchedulerLog
+from mockgpu.backends.common.recorder import ResultsRecorder
+from mockgpu.backends.common.schedlog import SchedulerLog
 
 log = logging.getLogger(__name__)
 NAMESPACE = "kube-system"

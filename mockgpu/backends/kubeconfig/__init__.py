@@ -15,13 +15,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from mockgpu.backends.base import ClusterInfo, UpOptions
-from mockgpu.backends.kind.backend import wait_for_gpus
-from mockgpu.backends.kind.images import mockgpu_image
-from mockgpu.backends.kind.manifests import NAMESPACE, PluginManifestOptions, plugin_manifests
-from mockgpu.backends.kind.preflight import kubectl_check
-from mockgpu.backends.kind.render import dump_stream
-from mockgpu.backends.kind.run import Progress, Runner
+from mockgpu.backends.base import ClusterInfo, Traits, UpOptions, kubeconfig_of, status_of
+from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.manifests import NAMESPACE, PluginManifestOptions, dump_stream, plugin_manifests
+from mockgpu.backends.common.run import Progress, Runner, kubectl_check
+from mockgpu.backends.common.waitgpus import wait_for_gpus
 from mockgpu.backends.kubeconfig.placement import NOT_REAL_GPU, assign_nodes, label_args
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.errors import MockgpuError
@@ -48,7 +46,10 @@ def render_all(spec: ClusterSpec, node_map: dict[str, str]) -> str:
 
 
 class KubeconfigBackend:
+    """mockgpu's device plugin on an existing cluster; ``cluster(opts)`` refuses: it creates no cluster of its own."""
+
     name = "kubeconfig"
+    traits = Traits(sandboxed=False)  # the cluster's own kubelets and scheduler: nothing assumed
 
     def __init__(self, runner: Runner | None = None, out: TextIO | None = None):
         self.runner = runner or Runner()
@@ -61,6 +62,17 @@ class KubeconfigBackend:
     def is_available(self) -> str | None:
         check = kubectl_check(self.runner)
         return None if check.ok else check.message
+
+    def cluster(self, opts: UpOptions) -> Any:
+        raise MockgpuError("the kubeconfig backend installs mockgpu on an existing cluster and owns none: use "
+                           "mockgpu up --backend kubeconfig, or point a lab at the cluster with MOCKGPU_KUBECONFIG",
+                           exit_code=2)
+
+    def status(self, name: str) -> ClusterInfo | None:
+        return status_of(self, name)
+
+    def kubeconfig(self, name: str) -> Path:
+        return kubeconfig_of(self, name)
 
     def _nodes(self, kubeconfig: Path | None) -> list[dict[str, Any]]:
         res = self.runner.check([*self._kubectl(kubeconfig), "get", "nodes", "-o", "json"], timeout=60)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mockgpu.backends.base import ClusterInfo, UpOptions, check_local_options
-from mockgpu.backends.embedded.state import mockgpu_home
+from mockgpu.backends.base import ClusterInfo, Traits, UpOptions, check_local_options, kubeconfig_of, status_of
+from mockgpu.backends.common.state import mockgpu_home
 from mockgpu.backends.upstream import binaries
 from mockgpu.backends.upstream.cluster import UpstreamCluster, destroy, stop
-from mockgpu.backends.upstream.state import UpstreamState
+from mockgpu.backends.upstream.state import BACKEND, UpstreamState
 from mockgpu.errors import MockgpuError
 
 
@@ -21,7 +21,9 @@ class UpstreamBackend:
     """The real kube-apiserver, etcd, kube-controller-manager and kube-scheduler (built by
     ``scripts/upstream-build``) as local processes, with mockgpu's kubelets; state under ``$MOCKGPU_HOME``."""
 
-    name = "upstream"
+    name = BACKEND
+    # the real kube-scheduler's results reach the pods from its log (common/recorder.py, run by the supervisor)
+    traits = Traits(sandboxed=True, results_after_decision=True)
 
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = mockgpu_home(home)
@@ -29,10 +31,20 @@ class UpstreamBackend:
     def is_available(self) -> str | None:
         return binaries.missing()
 
-    def up(self, opts: UpOptions) -> ClusterInfo:
+    def cluster(self, opts: UpOptions) -> UpstreamCluster:
+        """The supervisor always runs detached; an owned cluster is the same, deleted by the handle's ``delete``.
+        Simplified: ``control_plane=False`` and ``stop_grace`` are not offered (the real control plane always runs
+        its scheduler and controllers; the supervisor's kubelets keep their grace)."""
         check_local_options(opts)
-        cluster = UpstreamCluster(opts.spec, name=opts.name, home=self.home, kubeconfig=opts.kubeconfig,
-                                  scheduler_config=opts.scheduler_config, progress=_progress)
+        if not opts.control_plane:
+            raise MockgpuError("the upstream backend always runs its control plane (control_plane=False is "
+                               "embedded only)", exit_code=2)
+        return UpstreamCluster(opts.spec, name=opts.name, home=self.home, kubeconfig=opts.kubeconfig,
+                               scheduler_config=opts.scheduler_config, retain=opts.retain,
+                               progress=None if opts.owned else _progress)
+
+    def up(self, opts: UpOptions) -> ClusterInfo:
+        cluster = self.cluster(opts)
         state = cluster.state
         if opts.dry_run:
             how = "would resume" if state.exists() else "would create"
@@ -49,7 +61,7 @@ class UpstreamBackend:
             if opts.retain and cluster.created:
                 print(f"kept the half-created cluster in {state.dir} (--retain)", file=sys.stderr)
             raise
-        return ClusterInfo(opts.name, self.name, cluster.url, cluster.kubeconfig, f"running ({how})")
+        return cluster.info()
 
     def down(self, name: str) -> None:
         state = UpstreamState.of(name, self.home)
@@ -72,3 +84,9 @@ class UpstreamBackend:
                                    Path(config.get("kubeconfig") or state.default_kubeconfig),
                                    "running" if state.running() else "stopped"))
         return out
+
+    def status(self, name: str) -> ClusterInfo | None:
+        return status_of(self, name)
+
+    def kubeconfig(self, name: str) -> Path:
+        return kubeconfig_of(self, name)

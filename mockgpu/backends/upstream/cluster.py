@@ -1,8 +1,9 @@
-"""Creating, starting, stopping and deleting upstream clusters; ``UpstreamCluster`` is the Python API.
+"""Creating, starting, stopping and deleting upstream clusters; ``UpstreamCluster`` is the backend's ``Cluster``.
 
 The supervisor (``daemon``) always runs detached, so ``mockgpu up``, a notebook's ``LabCluster`` and the
-tests run the same processes. ``UpstreamCluster(spec, home=...)`` mirrors ``EmbeddedCluster``: ``start()``,
-``stop()``, ``delete()``, ``api_client()``, ``kubeconfig``, and a context manager.
+tests run the same processes. ``UpstreamCluster(spec, home=...)`` is the ``Cluster`` of ``backends/base.py``, as
+``EmbeddedCluster`` is: ``start()``, ``wait_ready()``, ``stop()``, ``delete()``, ``api_client()``, ``kubeconfig``,
+``info()``, and a context manager.
 """
 
 from __future__ import annotations
@@ -19,14 +20,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mockgpu.backends.embedded.cluster import resolve_spec
-from mockgpu.backends.embedded.controlplane import remove_node_dirs
-from mockgpu.backends.embedded.daemon import process_alive
-from mockgpu.backends.embedded.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.base import ClusterInfo
+from mockgpu.backends.common.controlplane import remove_node_dirs
+from mockgpu.backends.common.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
+from mockgpu.backends.common.process import log_tail, process_alive
+from mockgpu.backends.common.spec import resolve_spec
 from mockgpu.backends.upstream import binaries
-from mockgpu.backends.upstream.daemon import ENDPOINT_NAME, PID_NAME, PROGRESS_NAME
 from mockgpu.backends.upstream.pki import ensure_pki
-from mockgpu.backends.upstream.state import UpstreamState, new_config
+from mockgpu.backends.upstream.state import (
+    BACKEND,
+    ENDPOINT_NAME,
+    PID_NAME,
+    PROGRESS_NAME,
+    UpstreamState,
+    new_config,
+)
 from mockgpu.config import ClusterSpec
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
@@ -74,14 +82,6 @@ def _progress(state: UpstreamState) -> dict[str, Any]:
         return {}
 
 
-def _log_tail(state: UpstreamState) -> str:
-    try:
-        lines = [ln for ln in state.log_file.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    return lines[-1] if lines else "no log"
-
-
 def wait_ready(state: UpstreamState, timeout: float = START_TIMEOUT,
                progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
     """Block until the supervisor reports ready; ``progress(step, seconds)`` is called once per finished step."""
@@ -102,7 +102,7 @@ def wait_ready(state: UpstreamState, timeout: float = START_TIMEOUT,
                                f"(see {state.dir / 'logs'} and {state.log_file})")
         started = started or state.running()
         if started and not state.running():
-            raise MockgpuError(f"the upstream supervisor of '{state.name}' exited: {_log_tail(state)}")
+            raise MockgpuError(f"the upstream supervisor of '{state.name}' exited: {log_tail(state.log_file)}")
         time.sleep(0.1)
     raise MockgpuError(f"the upstream cluster '{state.name}' was not ready within {timeout:.0f} s "
                        f"(last step: {_progress(state).get('step')}; see {state.log_file})")
@@ -155,7 +155,7 @@ class UpstreamCluster:
                  scheduler_config: str | Path | None = None, delete_on_exit: bool = False,
                  scheduler_verbosity: int | None = None, controllers: str | None = None,
                  apiserver_args: tuple[str, ...] | None = None,
-                 progress: Callable[[str, float], None] | None = None) -> None:
+                 progress: Callable[[str, float], None] | None = None, retain: bool = False) -> None:
         self.spec = resolve_spec(spec)
         self.name = name or self.spec.name
         self.state = UpstreamState.of(self.name, home)
@@ -166,8 +166,10 @@ class UpstreamCluster:
         self.controllers = controllers  # kube-controller-manager --controllers (default "*")
         self.apiserver_args = list(apiserver_args) if apiserver_args is not None else None  # more flags
         self.progress = progress
+        self.retain = retain  # keep a half-created cluster (``mockgpu up --retain``)
         self.config: dict[str, Any] = {}
         self.created = False
+        self.how = ""  # after start: "created", "resumed" or "already running"
 
     @property
     def kubeconfig(self) -> Path:
@@ -188,6 +190,7 @@ class UpstreamCluster:
         self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig,
                                        scheduler_config=self.scheduler_config)
         self.created = created
+        self.how = "already running" if self.state.running() else "created" if created else "resumed"
         wanted = {"schedulerVerbosity": self.scheduler_verbosity, "controllers": self.controllers,
                   "apiserverExtraArgs": self.apiserver_args}
         changed = {k: v for k, v in wanted.items() if v is not None and self.config.get(k) != v}
@@ -197,15 +200,18 @@ class UpstreamCluster:
         try:
             if not self.state.running():
                 spawn(self.state)
-            wait_ready(self.state, progress=self.progress)
+            self.wait_ready()
         except BaseException:
             with contextlib.suppress(MockgpuError):
                 stop(self.state)
-            if created:
+            if created and not self.retain:
                 destroy(self.state)
             raise
         publish(self.state, self.config)
         return self
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        wait_ready(self.state, START_TIMEOUT if timeout is None else timeout, progress=self.progress)
 
     def stop(self) -> None:
         stop(self.state)
@@ -216,6 +222,10 @@ class UpstreamCluster:
 
     def api_client(self) -> Any:
         return api_client_for(self.url, self.state.cert_file, self.token)
+
+    def info(self) -> ClusterInfo:
+        return ClusterInfo(self.name, BACKEND, self.url if self.config else "", self.kubeconfig,
+                           f"running ({self.how})" if self.how else "stopped")
 
     def component_log(self, component: str) -> Path:
         return self.state.layout.log(component)

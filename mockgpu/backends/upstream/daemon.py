@@ -31,17 +31,27 @@ from typing import IO, Any
 
 import yaml
 
-from mockgpu.backends.embedded.kubeconfig import write_kubeconfig
+from mockgpu.backends.common.controlplane import ControlPlane
+from mockgpu.backends.common.kubeconfig import api_client_for, write_kubeconfig
+from mockgpu.backends.common.recorder import ResultsRecorder
+from mockgpu.backends.common.schedlog import SchedulerLog
 from mockgpu.backends.upstream import components
 from mockgpu.backends.upstream.binaries import binary
-from mockgpu.backends.upstream.state import LOCK_NAME, UpstreamState, token_file
+from mockgpu.backends.upstream.state import (
+    ENDPOINT_NAME,
+    LOCK_NAME,
+    PID_NAME,
+    PROGRESS_NAME,
+    UpstreamState,
+    token_file,
+)
+from mockgpu.control.kubelet.kubelet import KubeletOptions
+from mockgpu.control.kubelet.server import KubeletServer
+from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
 from mockgpu.privatefs import open_private, private_dir, write_private
 
 log = logging.getLogger("mockgpu.upstream")
-PID_NAME = "upstream.pid"
-PROGRESS_NAME = "controlplane.json"
-ENDPOINT_NAME = "endpoint.json"
 PR_SET_PDEATHSIG = 1
 RECORDER_VERBOSITY = 10  # the scheduler logs its scores from -v=10; the results recorder needs them
 
@@ -124,9 +134,9 @@ class Supervisor:
         self.verbosity = scheduler_verbosity if scheduler_verbosity is not None else \
             int(self.config.get("schedulerVerbosity") or RECORDER_VERBOSITY)
         self.components: list[Component] = []
-        self.control_plane: Any = None
-        self.kubelet_server: Any = None
-        self.recorder: Any = None
+        self.control_plane: ControlPlane | None = None
+        self.kubelet_server: KubeletServer | None = None
+        self.recorder: ResultsRecorder | None = None
         self.timings: dict[str, float] = {}
         self._t0 = time.monotonic()
 
@@ -193,11 +203,6 @@ class Supervisor:
             wait_until(f"{c.name} was not healthy", lambda p=port: _get(p, "/healthz", ctx=loose) == 200, c, 120)
         self.mark("kube-controller-manager and kube-scheduler")
         if self.verbosity >= RECORDER_VERBOSITY:
-            from mockgpu.backends.embedded.kubeconfig import api_client_for
-            from mockgpu.backends.upstream.recorder import ResultsRecorder
-            from mockgpu.backends.upstream.schedlog import SchedulerLog
-            from mockgpu.control.scheduler.config import load_scheduler_config
-
             sched = load_scheduler_config(None, ly.scheduler_config)
             weights = {name: p.score_weights() for name, p in sched.profiles.items()}
             api = api_client_for(f"https://127.0.0.1:{ports.apiserver}", ly.pki / "ca.crt", token)
@@ -211,10 +216,6 @@ class Supervisor:
         self._start_kubelets()
 
     def _start_kubelets(self) -> None:
-        from mockgpu.backends.embedded.controlplane import ControlPlane
-        from mockgpu.control.kubelet.kubelet import KubeletOptions
-        from mockgpu.control.kubelet.server import KubeletServer
-
         ly = self.layout
         self.control_plane = ControlPlane(self.state, f"https://127.0.0.1:{self.ports.apiserver}",
                                           self.config["token"], kubelets=True, scheduler=False,

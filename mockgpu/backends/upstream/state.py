@@ -1,5 +1,5 @@
-"""An upstream cluster's state dir: the embedded layout (``cluster.json``, ``spec.yaml``, ``kubeconfig``,
-``logs/`` for container output, ``nodes/``) plus the upstream control plane's own files:
+"""An upstream cluster's state dir: the local backends' layout (``common/state.py``: ``cluster.json``,
+``spec.yaml``, ``kubeconfig``, ``logs/`` for container output, ``nodes/``) plus the upstream control plane's own files:
 
 - ``pki/``                       certificates and keys (``pki.py``); ``pki/ca.crt`` is what clients trust
 - ``tokens.csv``                 kube-apiserver's static tokens: the user's (``system:masters``), the
@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mockgpu.backends.embedded.state import ClusterState
+from mockgpu.backends.common.state import ClusterState
 from mockgpu.backends.upstream.components import Layout, Ports
 from mockgpu.control.apiserver.server import lock_held
 
 BACKEND = "upstream"
 LOCK_NAME = "upstream.lock"
+PID_NAME = "upstream.pid"
+PROGRESS_NAME = "controlplane.json"
+ENDPOINT_NAME = "endpoint.json"
 TOKEN_USERS = {  # token key in cluster.json -> (user, groups)
     "token": ("mockgpu-admin", "system:masters"),
     "schedulerToken": ("system:kube-scheduler", ""),

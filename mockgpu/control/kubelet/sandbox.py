@@ -52,6 +52,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import mockgpu
 from mockgpu.control.kubelet import confine, execenv
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.safedir import Dir
@@ -178,9 +179,7 @@ def python_binds(executable: str) -> tuple[Bind, ...]:
             if entry.endswith(".pth") or entry.startswith(("__editable__", "_distutils_hack", "mockgpu")):
                 src = os.path.realpath(os.path.join(site, entry))
                 binds.append(Bind(src, os.path.join(os.path.realpath(site), entry)))
-    import mockgpu  # the package the workloads import; an editable install lives outside site-packages
-
-    pkg = os.path.realpath(os.path.dirname(mockgpu.__file__))
+    pkg = os.path.realpath(os.path.dirname(mockgpu.__file__))  # what workloads import; an editable install is elsewhere
     binds.append(Bind(pkg, pkg))
     installed = _installed_package(executable)
     if installed and installed != pkg:

@@ -25,7 +25,7 @@ the same, only cheaper, since cel-python evaluates an expression in about a quar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -43,12 +43,12 @@ class FailedOnNode(Exception):
     """Not on this node, for a reason worth telling (``ErrFailedAllocationOnNode``)."""
 
 
-def claim_key(claim: Mapping) -> str:
+def claim_key(claim: Mapping[str, Any]) -> str:
     meta = claim.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
-def allocated_devices(claims: Iterable[Mapping]) -> set[DeviceID]:
+def allocated_devices(claims: Iterable[Mapping[str, Any]]) -> set[DeviceID]:
     """Every device named in some claim's ``status.allocation``."""
     out: set[DeviceID] = set()
     for c in claims:
@@ -58,17 +58,17 @@ def allocated_devices(claims: Iterable[Mapping]) -> set[DeviceID]:
     return out
 
 
-def node_selector_for(node_name: str) -> dict:
+def node_selector_for(node_name: str) -> dict[str, Any]:
     """The allocation's node selector for node-local devices, exactly as upstream's ``createNodeSelector``."""
     return {"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
 
 
-def _node_selector(specs: list[Mapping]) -> dict | None:
+def _node_selector(specs: list[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Upstream ``createNodeSelector``: a node-local device pins the claim to its node; otherwise the (single)
     terms of the slices' node selectors are merged; nothing to say means "available everywhere" (None)."""
-    fields: list[dict] = []
-    exprs: list[dict] = []
+    fields: list[dict[str, Any]] = []
+    exprs: list[dict[str, Any]] = []
     for spec in specs:
         if spec.get("nodeName"):
             return node_selector_for(str(spec["nodeName"]))
@@ -82,7 +82,7 @@ def _node_selector(specs: list[Mapping]) -> dict | None:
                     exprs.append(req)
     if not fields and not exprs:
         return None
-    term: dict[str, list[dict]] = {}
+    term: dict[str, list[dict[str, Any]]] = {}
     if exprs:
         term["matchExpressions"] = exprs
     if fields:
@@ -93,10 +93,10 @@ def _node_selector(specs: list[Mapping]) -> dict | None:
 class _Request:
     __slots__ = ("all_devices", "class_", "claim_index", "name", "num", "selectors")
 
-    def __init__(self, claim_index: int, name: str, class_: Mapping, selectors: list[str], num: int) -> None:
+    def __init__(self, claim_index: int, name: str, class_: Mapping[str, Any], selectors: list[str], num: int) -> None:
         self.claim_index, self.name, self.class_, self.selectors, self.num = (
             claim_index, name, class_, selectors, num)
-        self.all_devices: list[tuple[Pool, dict, dict]] | None = None
+        self.all_devices: list[tuple[Pool, dict[str, Any], dict[str, Any]]] | None = None
 
 
 class _MatchAttribute:
@@ -111,7 +111,7 @@ class _MatchAttribute:
     def _applies(self, request: str) -> bool:
         return not self.requests or request in self.requests
 
-    def _lookup(self, driver: str, device: Mapping) -> Any:
+    def _lookup(self, driver: str, device: Mapping[str, Any]) -> Any:
         attrs = device.get("attributes") or {}
         if self.attribute in attrs:
             return attrs[self.attribute]
@@ -120,7 +120,7 @@ class _MatchAttribute:
             return attrs[ident]
         return None
 
-    def add(self, request: str, driver: str, device: Mapping) -> bool:
+    def add(self, request: str, driver: str, device: Mapping[str, Any]) -> bool:
         if not self._applies(request):
             return True
         attr = self._lookup(driver, device)
@@ -144,23 +144,24 @@ class _MatchAttribute:
 class Allocator:
     """One cycle's view: classes by name, the slices (indexed), the devices allocated to claims already."""
 
-    def __init__(self, classes: Mapping[str, Mapping], slices: SliceIndex,
+    def __init__(self, classes: Mapping[str, Mapping[str, Any]], slices: SliceIndex,
                  allocated: set[DeviceID]) -> None:
         self.classes = classes
         self.slices = slices
         self.allocated = allocated
-        self._activations: dict[int, tuple[dict, dict]] = {}  # id(device) → (device, CEL activation)
+        # id(device) → (device, CEL activation)
+        self._activations: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._available: dict[str, dict[str, dict[str, Fraction]]] = {}
 
     # ---- public ----------------------------------------------------------------------------------------------
 
-    def allocate(self, node: Mapping, claims: list[Mapping]) -> list[dict] | None:
+    def allocate(self, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
         """Allocation results for ``claims`` on ``node`` (same order), or None; see the module docstring."""
         return _Run(self, node, claims).run()
 
     # ---- shared between runs ---------------------------------------------------------------------------------
 
-    def activation(self, driver: str, device: dict) -> dict:
+    def activation(self, driver: str, device: dict[str, Any]) -> dict[str, Any]:
         from mockgpu.sched.dra import cel  # celpy (~0.2 s to import and build its parser) only once DRA is used
 
         hit = self._activations.get(id(device))
@@ -192,7 +193,7 @@ class Allocator:
 class _Run:
     """One ``allocate`` call: the search state."""
 
-    def __init__(self, alloc: Allocator, node: Mapping, claims: list[Mapping]) -> None:
+    def __init__(self, alloc: Allocator, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> None:
         self.a = alloc
         self.node = node
         self.node_name = (node.get("metadata") or {}).get("name", "")
@@ -200,13 +201,13 @@ class _Run:
         self.pools = alloc.slices.pools_for(node)
         self.picking: set[DeviceID] = set()
         self.consumed: dict[str, dict[str, dict[str, Fraction]]] = {}
-        self.results: list[list[dict]] = [[] for _ in claims]
-        self.local: list[list[Mapping]] = [[] for _ in claims]  # per result: its slice's spec
+        self.results: list[list[dict[str, Any]]] = [[] for _ in claims]
+        self.local: list[list[Mapping[str, Any]]] = [[] for _ in claims]  # per result: its slice's spec
         self.matches: dict[tuple[int, str, DeviceID], bool] = {}
         self.requests: list[list[_Request]] = []
         self.constraints: list[list[_MatchAttribute]] = []
 
-    def run(self) -> list[dict] | None:
+    def run(self) -> list[dict[str, Any]] | None:
         for i, claim in enumerate(self.claims):
             self.requests.append(self._requests(i, claim))
             self.constraints.append(self._constraints(claim))
@@ -225,7 +226,7 @@ class _Run:
 
     # ---- validation ------------------------------------------------------------------------------------------
 
-    def _requests(self, index: int, claim: Mapping) -> list[_Request]:
+    def _requests(self, index: int, claim: Mapping[str, Any]) -> list[_Request]:
         key = claim_key(claim)
         out: list[_Request] = []
         total = 0
@@ -283,7 +284,7 @@ class _Run:
             out.append(req)
         return out
 
-    def _constraints(self, claim: Mapping) -> list[_MatchAttribute]:
+    def _constraints(self, claim: Mapping[str, Any]) -> list[_MatchAttribute]:
         out = []
         for i, raw in enumerate(((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []):
             attr = raw.get("matchAttribute")
@@ -295,7 +296,7 @@ class _Run:
 
     # ---- matching --------------------------------------------------------------------------------------------
 
-    def _selectable(self, req: _Request, pool: Pool, device: dict) -> bool:
+    def _selectable(self, req: _Request, pool: Pool, device: dict[str, Any]) -> bool:
         dev_id = (pool.driver, pool.name, device.get("name", ""))
         key = (req.claim_index, req.name, dev_id)
         hit = self.matches.get(key)
@@ -306,7 +307,8 @@ class _Run:
         self.matches[key] = ok
         return ok
 
-    def _selectors_match(self, req: _Request, pool: Pool, device: dict, dev_id: DeviceID, *, class_: bool) -> bool:
+    def _selectors_match(self, req: _Request, pool: Pool, device: dict[str, Any], dev_id: DeviceID, *,
+                         class_: bool) -> bool:
         if class_:
             exprs = [(s.get("cel") or {}).get("expression", "") for s in (req.class_.get("spec") or {}).get(
                 "selectors") or []]
@@ -378,7 +380,7 @@ class _Run:
                     undo()
         return False
 
-    def _take(self, req: _Request, pool: Pool, s: Mapping, device: dict, *, must: bool):  # type: ignore[no-untyped-def]
+    def _take(self, req: _Request, pool: Pool, s: Mapping[str, Any], device: dict[str, Any], *, must: bool):  # type: ignore[no-untyped-def]
         """Mark ``device`` picked for ``req``; returns the undo function, or None when it cannot be used."""
         dev_id = (pool.driver, pool.name, device.get("name", ""))
         if dev_id in self.a.allocated or dev_id in self.picking:
@@ -416,7 +418,7 @@ class _Run:
                 self._release_counters(pool, uses)
         return undo
 
-    def _reserve_counters(self, pool: Pool, uses: list[dict]) -> bool:
+    def _reserve_counters(self, pool: Pool, uses: list[dict[str, Any]]) -> bool:
         consumed = self.consumed.setdefault(pool.id, {})
         for use in uses:
             cs = consumed.setdefault(use.get("counterSet", ""), {})
@@ -431,7 +433,7 @@ class _Run:
                     return False
         return True
 
-    def _release_counters(self, pool: Pool, uses: list[dict]) -> None:
+    def _release_counters(self, pool: Pool, uses: list[dict[str, Any]]) -> None:
         consumed = self.consumed[pool.id]
         for use in uses:
             cs = consumed[use.get("counterSet", "")]

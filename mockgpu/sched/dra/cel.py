@@ -30,6 +30,8 @@ from typing import Any
 
 import celpy
 import celpy.celtypes as ct
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
 
@@ -86,7 +88,7 @@ class Semver:
         self.major, self.minor, self.patch = int(m[1]), int(m[2]), int(m[3])
         self.pre = tuple(m[4].split(".")) if m[4] else ()
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         # A version without pre-release sorts after every pre-release of it; numeric identifiers sort before
         # alphanumeric ones.
         pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
@@ -224,7 +226,7 @@ def compile_expression(expression: str) -> Any:
     """The runnable program for ``expression`` (cached); ``CelCompileError`` when it does not parse."""
     try:
         ast = _ENV.compile(expression)
-    except celpy.CELParseError as exc:
+    except CELParseError as exc:
         raise CelCompileError(str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error") from None
     return _ENV.program(ast, functions=FUNCTIONS)
 
@@ -295,11 +297,11 @@ def device_matches(expression: str, activation: Mapping[str, Any]) -> bool:
         result = program.evaluate(activation)
     except CelRuntimeError as exc:
         raise CelRuntimeError(_runtime_message(exc)) from None
-    except celpy.CELEvalError as exc:
+    except CELEvalError as exc:
         raise CelRuntimeError(_runtime_message(exc)) from None
     except Exception as exc:  # a library function or celpy itself failed: still the selector's error
         raise CelRuntimeError(str(exc) or type(exc).__name__) from None
-    if isinstance(result, celpy.CELEvalError):
+    if isinstance(result, CELEvalError):
         raise CelRuntimeError(_runtime_message(result))
     if not isinstance(result, ct.BoolType | bool):
         raise CelRuntimeError(f"expected boolean result, got {type(result).__name__}")

@@ -33,8 +33,9 @@ class Pool:
 
     driver: str
     name: str
-    device_slices: list[dict] = field(default_factory=list)  # slices with devices for this node
-    all_slices: list[dict] = field(default_factory=list)  # every current slice (counters of devices elsewhere)
+    device_slices: list[dict[str, Any]] = field(default_factory=list)  # slices with devices for this node
+    # every current slice (counters of devices elsewhere)
+    all_slices: list[dict[str, Any]] = field(default_factory=list)
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     incomplete: bool = False
     invalid: str = ""
@@ -44,15 +45,15 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-def _spec(s: Mapping) -> Mapping:
+def _spec(s: Mapping[str, Any]) -> Mapping[str, Any]:
     return s.get("spec") or {}
 
 
-def _pool_of(s: Mapping) -> Mapping:
+def _pool_of(s: Mapping[str, Any]) -> Mapping[str, Any]:
     return _spec(s).get("pool") or {}
 
 
-def _generation(s: Mapping) -> int:
+def _generation(s: Mapping[str, Any]) -> int:
     return int(_pool_of(s).get("generation") or 0)
 
 
@@ -69,12 +70,12 @@ def _quantity(text: str) -> Fraction:
         return Fraction(0)
 
 
-def slice_targets(s: Mapping, node: Mapping) -> bool:
+def slice_targets(s: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """Does this slice's node selection include ``node``?"""
     spec = _spec(s)
     name = (node.get("metadata") or {}).get("name", "")
     if spec.get("nodeName"):
-        return spec["nodeName"] == name
+        return bool(spec["nodeName"] == name)
     if spec.get("allNodes"):
         return True
     sel = spec.get("nodeSelector")
@@ -87,8 +88,8 @@ def slice_targets(s: Mapping, node: Mapping) -> bool:
 class SliceIndex:
     """All slices grouped by pool, newest generation only; built once per scheduling cycle."""
 
-    def __init__(self, slices: Iterable[Mapping]) -> None:
-        by_pool: dict[tuple[str, str], list[dict]] = {}
+    def __init__(self, slices: Iterable[Mapping[str, Any]]) -> None:
+        by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for s in slices:
             key = (str(_spec(s).get("driver") or ""), str(_pool_of(s).get("name") or ""))
             current = by_pool.get(key)
@@ -110,9 +111,9 @@ class SliceIndex:
         self._cache: dict[tuple[str, str, str], Pool] = {}
         # (expression, id(device)) → (device, matched, runtime error): a selector's verdict on a device is a pure
         # function of the two, so it is kept as long as these slices are (upstream: for one Allocate call).
-        self.cel_results: dict[tuple[str, int], tuple[dict, bool, str]] = {}
+        self.cel_results: dict[tuple[str, int], tuple[dict[str, Any], bool, str]] = {}
 
-    def pools_for(self, node: Mapping) -> list[Pool]:
+    def pools_for(self, node: Mapping[str, Any]) -> list[Pool]:
         """The pools with devices for ``node`` (upstream skips pools none of whose device slices target it)."""
         out = []
         node_name = (node.get("metadata") or {}).get("name", "")
@@ -132,7 +133,7 @@ class SliceIndex:
         return out
 
 
-def _build(driver: str, name: str, slices: list[dict], targeting: list[dict]) -> Pool:
+def _build(driver: str, name: str, slices: list[dict[str, Any]], targeting: list[dict[str, Any]]) -> Pool:
     pool = Pool(driver, name, device_slices=targeting, all_slices=slices)
     if len(slices) != int(_pool_of(slices[0]).get("resourceSliceCount") or 0):
         pool.incomplete = True

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from mockgpu.sched.dra.pools import SliceIndex
 
@@ -19,15 +20,15 @@ SNAPSHOT_KEY = "dra.snapshot"  # where schedule_one puts the snapshot in the Cyc
 
 @dataclass
 class DraSnapshot:
-    classes: Mapping[str, dict] = field(default_factory=dict)  # name → DeviceClass
-    slices: Sequence[dict] = ()
-    claims: Mapping[str, dict] = field(default_factory=dict)  # "namespace/name" → ResourceClaim
+    classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # name → DeviceClass
+    slices: Sequence[dict[str, Any]] = ()
+    claims: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # "namespace/name" → ResourceClaim
 
     @cached_property
     def slice_index(self) -> SliceIndex:
         return SliceIndex(self.slices)
 
-    def with_claims(self, claims: Mapping[str, dict]) -> DraSnapshot:
+    def with_claims(self, claims: Mapping[str, dict[str, Any]]) -> DraSnapshot:
         """The same classes and slices (and pool index) with another set of claims."""
         snap = DraSnapshot(self.classes, self.slices, claims)
         if "slice_index" in self.__dict__:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mockgpu.sched.framework import MAX_NODE_SCORE, Code, Status
 from mockgpu.sched.plugins.node_resources_fit import DEFAULT_RESOURCES, allocation_vectors
@@ -63,16 +64,16 @@ class NodeResourcesBalancedAllocation:
     def __init__(self, args: BalancedArgs | None = None) -> None:
         self.args = args or BalancedArgs()
 
-    def _pod_requests(self, pod: Mapping) -> Sequence[int]:
+    def _pod_requests(self, pod: Mapping[str, Any]) -> Sequence[int]:
         req = pod_requests(pod)
         return [req.get(r, 0) for r in self.args.resources]
 
-    def pre_score(self, pod: Mapping, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, pod: Mapping[str, Any], nodes: list[NodeInfo]) -> Status:
         if all(q == 0 for q in self._pod_requests(pod)):
             return Status(Code.SKIP)
         return Status.success()
 
-    def score(self, pod: Mapping, node: NodeInfo) -> int:
+    def score(self, pod: Mapping[str, Any], node: NodeInfo) -> int:
         if all(q == 0 for q in self._pod_requests(pod)):
             return 0  # upstream Score without PreScore state: best-effort pods score 0
         requested, allocated, allocatable = allocation_vectors(pod, node, self.args.resources, use_requested=True)

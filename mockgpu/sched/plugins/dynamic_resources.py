@@ -41,7 +41,7 @@ ERR_IN_USE = "resourceclaim in use"
 RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
 
-def has_claims(pod: Mapping) -> bool:
+def has_claims(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
@@ -49,7 +49,7 @@ class ClaimLookupError(Exception):
     """A referenced claim cannot be used yet (upstream: ``foreachPodResourceClaim`` errors)."""
 
 
-def pod_claims(pod: Mapping, claims: Mapping[str, dict]) -> list[dict]:
+def pod_claims(pod: Mapping[str, Any], claims: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The pod's ResourceClaims in ``spec.resourceClaims`` order, as upstream ``resourceclaim.Name`` + lister."""
     meta = pod.get("metadata") or {}
     ns, name = meta.get("namespace") or "default", meta.get("name", "")
@@ -73,29 +73,29 @@ def pod_claims(pod: Mapping, claims: Mapping[str, dict]) -> list[dict]:
     return out
 
 
-def _owned_by(claim: Mapping, pod: Mapping) -> bool:
+def _owned_by(claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     uid = (pod.get("metadata") or {}).get("uid")
     return any(o.get("uid") == uid and o.get("controller") for o in
                (claim.get("metadata") or {}).get("ownerReferences") or [])
 
 
-def _reserved_for_pod(claim: Mapping, pod: Mapping) -> bool:
+def _reserved_for_pod(claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     uid = (pod.get("metadata") or {}).get("uid")
     return any(r.get("resource") == "pods" and r.get("uid") == uid
                for r in (claim.get("status") or {}).get("reservedFor") or [])
 
 
-def _allocation(claim: Mapping) -> Mapping | None:
+def _allocation(claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (claim.get("status") or {}).get("allocation")
 
 
 @dataclass
 class _PodState:
-    claims: list[dict]
-    to_allocate: list[dict] = field(default_factory=list)
-    available_on: list[Mapping | None] = field(default_factory=list)  # per claim: allocation node selector
+    claims: list[dict[str, Any]]
+    to_allocate: list[dict[str, Any]] = field(default_factory=list)
+    available_on: list[Mapping[str, Any] | None] = field(default_factory=list)  # per claim: allocation node selector
     allocator: Allocator | None = None
-    per_node: dict[str, tuple[Status, list[dict]]] = field(default_factory=dict)
+    per_node: dict[str, tuple[Status, list[dict[str, Any]]]] = field(default_factory=dict)
 
 
 def _error(message: str) -> Status:
@@ -115,7 +115,7 @@ class DynamicResources:
         snap = cycle_state().get(SNAPSHOT_KEY)
         return snap if isinstance(snap, DraSnapshot) else DraSnapshot()
 
-    def pre_enqueue(self, pod: Mapping, snapshot: DraSnapshot | None = None) -> Status:
+    def pre_enqueue(self, pod: Mapping[str, Any], snapshot: DraSnapshot | None = None) -> Status:
         if not has_claims(pod):
             return Status.success()
         try:
@@ -124,7 +124,7 @@ class DynamicResources:
             return Status.unschedulable(str(exc), resolvable=False)
         return Status.success()
 
-    def pre_filter(self, pod: Mapping, nodes: list[NodeInfo]) -> Status:
+    def pre_filter(self, pod: Mapping[str, Any], nodes: list[NodeInfo]) -> Status:
         state = cycle_state()
         state.pop(_STATE_KEY, None)
         result = self._prepare(pod)
@@ -133,7 +133,7 @@ class DynamicResources:
         state[_STATE_KEY] = (pod, result)
         return Status.success()
 
-    def _prepare(self, pod: Mapping) -> Status | _PodState:
+    def _prepare(self, pod: Mapping[str, Any]) -> Status | _PodState:
         """PreFilter's work: the pod's claims, their checks, the allocator (or the status that ends it)."""
         if not has_claims(pod):
             return Status(Code.SKIP)
@@ -170,15 +170,16 @@ class DynamicResources:
             ps.allocator = Allocator(snap.classes, snap.slice_index, in_use)
         return ps
 
-    def _pod_state(self, pod: Mapping) -> _PodState | None:
+    def _pod_state(self, pod: Mapping[str, Any]) -> _PodState | None:
         entry = cycle_state().get(_STATE_KEY)
         if entry is None or entry[0] is not pod:
             return None
-        return entry[1]
+        state: _PodState = entry[1]
+        return state
 
     # ---- Filter ----------------------------------------------------------------------------------------------
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         if not has_claims(pod):
             return Status(Code.SKIP)
         ps = self._pod_state(pod)
@@ -193,13 +194,13 @@ class DynamicResources:
             hit = ps.per_node[node.name] = self._filter(ps, node)
         return hit[0]
 
-    def _filter(self, ps: _PodState, node: NodeInfo) -> tuple[Status, list[dict]]:
+    def _filter(self, ps: _PodState, node: NodeInfo) -> tuple[Status, list[dict[str, Any]]]:
         unavailable = False
         for selector in ps.available_on:
             if selector is not None and not selector_matches(selector.get("nodeSelectorTerms") or [], node.labels,
                                                              node.name):
                 unavailable = True
-        allocations: list[dict] = []
+        allocations: list[dict[str, Any]] = []
         if ps.allocator is not None:
             try:
                 result = ps.allocator.allocate(node.node, ps.to_allocate)
@@ -216,7 +217,7 @@ class DynamicResources:
 
     # ---- Reserve ---------------------------------------------------------------------------------------------
 
-    def reserve(self, pod: Mapping, node_name: str) -> dict[str, Any]:
+    def reserve(self, pod: Mapping[str, Any], node_name: str) -> dict[str, Any]:
         """``{"allocated": claim key → allocation made now on node_name, "claims": every claim of the pod →
         its allocation (made now or before)}``; empty for a pod without claims."""
         ps = self._pod_state(pod)

@@ -13,6 +13,7 @@ such terms, so pods reaching the scheduler do not have them).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mockgpu.sched.framework import Code, Status, default_normalize
 from mockgpu.sched.nodeselector import selector_matches, term_matches
@@ -22,11 +23,11 @@ NAME = "NodeAffinity"
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
 
 
-def _node_affinity(pod: Mapping) -> Mapping:
+def _node_affinity(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
 
 
-def required_matches(pod: Mapping, node: NodeInfo) -> bool:
+def required_matches(pod: Mapping[str, Any], node: NodeInfo) -> bool:
     labels = node.labels
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     if any(labels.get(k) != v for k, v in selector.items()):
@@ -43,17 +44,17 @@ class NodeAffinity:
     def __init__(self, args: object = None) -> None:
         pass
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         if required_matches(pod, node):
             return Status.success()
         return Status.unschedulable(ERR_REASON, resolvable=False)
 
-    def pre_score(self, pod: Mapping, nodes: list[NodeInfo]) -> Status:
+    def pre_score(self, pod: Mapping[str, Any], nodes: list[NodeInfo]) -> Status:
         if not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"):
             return Status(Code.SKIP)
         return Status.success()
 
-    def score(self, pod: Mapping, node: NodeInfo) -> int:
+    def score(self, pod: Mapping[str, Any], node: NodeInfo) -> int:
         total = 0
         for pref in _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
             weight = int(pref.get("weight") or 0)
@@ -61,5 +62,5 @@ class NodeAffinity:
                 total += weight
         return total
 
-    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]:
+    def normalize(self, pod: Mapping[str, Any], scores: dict[str, int]) -> dict[str, int]:
         return default_normalize(scores)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mockgpu.sched.framework import Status
 from mockgpu.sched.snapshot import NodeInfo
@@ -17,7 +18,7 @@ class NodeName:
     def __init__(self, args: object = None) -> None:
         pass
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         wanted = (pod.get("spec") or {}).get("nodeName") or ""
         if not wanted or wanted == node.name:
             return Status.success()

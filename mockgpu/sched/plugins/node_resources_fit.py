@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mockgpu.apimachinery.names import is_extended_resource_name
 from mockgpu.sched import strategies
@@ -82,14 +83,14 @@ def insufficient_resources(request: Mapping[str, int], node: NodeInfo, args: Fit
     return out
 
 
-def resource_vectors(pod: Mapping, node: NodeInfo, resources: Mapping[str, int], *,
+def resource_vectors(pod: Mapping[str, Any], node: NodeInfo, resources: Mapping[str, int], *,
                      use_requested: bool) -> tuple[dict[str, int], dict[str, int]]:
     """``(requested incl. pod, allocatable)`` per configured resource; see ``allocation_vectors``."""
     requested, _, allocatable = allocation_vectors(pod, node, resources, use_requested=use_requested)
     return requested, allocatable
 
 
-def allocation_vectors(pod: Mapping, node: NodeInfo, resources: Mapping[str, int], *,
+def allocation_vectors(pod: Mapping[str, Any], node: NodeInfo, resources: Mapping[str, int], *,
                        use_requested: bool) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """``(requested, allocated, allocatable)`` per configured resource, as upstream's
     ``calculateNodeAllocatableRequest`` (resource_allocation.go, v1.37.2).
@@ -130,14 +131,14 @@ class NodeResourcesFit:
     def __init__(self, args: FitArgs | None = None) -> None:
         self.args = args or FitArgs()
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         short = insufficient_resources(pod_requests(pod), node, self.args)
         if not short:
             return Status.success()
         resolvable = not any(s.unresolvable for s in short)
         return Status.unschedulable(*(s.reason for s in short), resolvable=resolvable)
 
-    def score(self, pod: Mapping, node: NodeInfo) -> int:
+    def score(self, pod: Mapping[str, Any], node: NodeInfo) -> int:
         requested, allocatable = resource_vectors(pod, node, self.args.resources, use_requested=False)
         return strategies.score(self.args.strategy, requested, allocatable, self.args.resources,
                                 self.args.shape or None)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mockgpu.sched.framework import Status
 from mockgpu.sched.snapshot import NodeInfo
@@ -19,7 +20,7 @@ class NodeUnschedulable:
     def __init__(self, args: object = None) -> None:
         pass
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         if not node.unschedulable:
             return Status.success()
         if tolerated(pod_tolerations(pod), {"key": UNSCHEDULABLE_TAINT_KEY, "effect": NO_SCHEDULE}):

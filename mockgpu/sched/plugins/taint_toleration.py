@@ -10,6 +10,7 @@ entry.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mockgpu.sched.framework import Status, default_normalize
 from mockgpu.sched.snapshot import NodeInfo
@@ -21,7 +22,7 @@ NAME = "TaintToleration"
 ERR_REASON = "node(s) had untolerated taint(s)"
 
 
-def untolerated_reason(taint: Mapping) -> str:
+def untolerated_reason(taint: Mapping[str, Any]) -> str:
     """The Filter reason for an untolerated taint (v1.37.2: the same text whatever the taint)."""
     return ERR_REASON
 
@@ -32,13 +33,13 @@ class TaintToleration:
     def __init__(self, args: object = None) -> None:
         pass
 
-    def filter(self, pod: Mapping, node: NodeInfo) -> Status:
+    def filter(self, pod: Mapping[str, Any], node: NodeInfo) -> Status:
         taint = first_untolerated(node.taints, pod_tolerations(pod), (NO_SCHEDULE, NO_EXECUTE))
         if taint is None:
             return Status.success()
         return Status.unschedulable(untolerated_reason(taint), resolvable=False)
 
-    def score(self, pod: Mapping, node: NodeInfo) -> int:
+    def score(self, pod: Mapping[str, Any], node: NodeInfo) -> int:
         """Count PreferNoSchedule taints not tolerated by tolerations with effect PreferNoSchedule or empty."""
         tols = [t for t in pod_tolerations(pod) if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
         count = 0
@@ -49,5 +50,5 @@ class TaintToleration:
                 count += 1
         return count
 
-    def normalize(self, pod: Mapping, scores: dict[str, int]) -> dict[str, int]:
+    def normalize(self, pod: Mapping[str, Any], scores: dict[str, int]) -> dict[str, int]:
         return default_normalize(scores, reverse=True)

@@ -1,4 +1,7 @@
-"""Where an embedded cluster keeps its state, and the files in it.
+"""Where a local cluster (embedded or upstream) keeps its state, and the files in it.
+
+Both local backends share this layout (the upstream backend adds its own files, ``upstream/state.py``), which is
+why ``mockgpu status`` finds either kind of cluster under one home and ``cluster.json`` names the backend.
 
 Layout of ``<home>/<name>/`` (home = ``$MOCKGPU_HOME`` or ``~/.mockgpu``), mode 0700, every file in it 0600
 (``privatefs``; the workload-visible dirs under ``nodes/<node>/`` are the sandbox's):
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,8 +113,3 @@ class ClusterState:
         data = spec.model_dump(mode="json", by_alias=True, exclude={"source"})
         write_private(self.spec_file, yaml.safe_dump(data, sort_keys=False))
 
-
-def new_config(name: str, *, scheduler_config: Path | None, kubeconfig: Path, device_plugin: str) -> dict[str, Any]:
-    return {"name": name, "backend": "embedded", "token": secrets.token_urlsafe(32), "port": 0,
-            "schedulerConfig": str(scheduler_config) if scheduler_config else None,
-            "kubeconfig": str(kubeconfig), "devicePlugin": device_plugin}

@@ -26,7 +26,7 @@ import re
 import threading
 from typing import Any
 
-from mockgpu.backends.upstream.schedlog import Attempt, SchedulerLog
+from mockgpu.backends.common.schedlog import Attempt, SchedulerLog
 from mockgpu.sched.cycle import ANNOTATION_DRA_ALLOCATION, dra_allocation_summary
 from mockgpu.sched.dra.claimname import claim_name_or_empty
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from mockgpu.backends.kind.config import DRIVER_DIR
+from mockgpu.backends.common.nodepaths import DRIVER_DIR
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.errors import MockgpuError

@@ -1,5 +1,8 @@
-"""The embedded cluster's control plane beyond the API server: the scheduler loop, the controllers (Deployments,
-ReplicaSets, Jobs, DaemonSets, StatefulSets, CronJobs, garbage collection) and one kubelet per node.
+"""The local control plane beyond the API server: the scheduler loop, the controllers (Deployments, ReplicaSets,
+Jobs, DaemonSets, StatefulSets, CronJobs, garbage collection) and one kubelet per node.
+
+Shared by the two local backends: the embedded one runs all three against its own API server; the upstream one
+runs only the kubelets (``scheduler=False, controllers=False``) against the real kube-apiserver.
 
 ``ControlPlane(state, url, token)``: ``start()`` starts the scheduler (W2's ``mockgpu.control.scheduler``)
 with the cluster's KubeSchedulerConfiguration, the controllers (``mockgpu.control.controllers``; on by default
@@ -19,8 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mockgpu.backends.embedded.kubeconfig import api_client_for
-from mockgpu.backends.embedded.state import ClusterState
+from mockgpu.backends.common.kubeconfig import api_client_for
+from mockgpu.backends.common.state import ClusterState
+from mockgpu.control import controllers as controller_manager
+from mockgpu.control import scheduler as scheduler_loop
 from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, dra_dir_for, plugin_dir_for
 from mockgpu.control.kubelet.publisher import ensure_namespace
 from mockgpu.control.kubelet.sandbox import relocation_path
@@ -94,15 +99,12 @@ class ControlPlane:
             ensure_namespace(client.CoreV1Api(self.api_client()))
             mark("API client ready")
             if self.want_scheduler:
-                from mockgpu.control.scheduler import Scheduler
-
                 config = self.scheduler_config or scheduler_config_of(self.state, self.state.read_config())
-                self.scheduler = Scheduler(self.api_client(), config).start()
+                # the packages load their kubernetes-client halves on first use (their lazy attributes)
+                self.scheduler = scheduler_loop.Scheduler(self.api_client(), config).start()
                 mark("scheduler started")
             if self.want_controllers:
-                from mockgpu.control.controllers import ControllerManager
-
-                self.controllers = ControllerManager(self.api_client()).start()
+                self.controllers = controller_manager.ControllerManager(self.api_client()).start()
                 mark("controllers started")
             if self.want_kubelets:
                 for k in self.kubelets.values():

@@ -5,6 +5,7 @@ Everything that touches the machine goes through ``Runner`` so tests can replace
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -78,3 +79,25 @@ class Progress:
 
     def finish(self, what: str) -> None:
         print(f"{what} in {time.monotonic() - self.started:.1f}s", file=self.out, flush=True)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    message: str  # one line: the version found, or what is wrong and how to fix it
+    blocking: bool = True
+
+
+def tool_check(r: Runner, tool: str, args: list[str], pattern: str, install: str) -> Check:
+    """A tool on PATH, with its version (from ``args``' output, matched by ``pattern``), or how to install it."""
+    if r.which(tool) is None:
+        return Check(tool, False, f"`{tool}` is not on PATH: install it ({install})")
+    res = r.run([tool, *args], timeout=30)
+    m = re.search(pattern, res.stdout + res.stderr)
+    return Check(tool, True, f"{tool} {m.group(1) if m else 'version unknown'}")
+
+
+def kubectl_check(r: Runner) -> Check:
+    return tool_check(r, "kubectl", ["version", "--client"], r"Client Version: (v[\d.]+\S*)",
+                 "https://kubernetes.io/docs/tasks/tools/")

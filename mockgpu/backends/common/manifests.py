@@ -1,4 +1,5 @@
-"""The Kubernetes objects that run mockgpu's device plugin on a real cluster: pure functions.
+"""The Kubernetes objects that run mockgpu's device plugin on a real cluster: pure functions, shared by the kind
+and kubeconfig backends (with ``dump_stream``, the YAML stream both apply and print for a dry run).
 
 Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged``: the plugin needs
 hostPath volumes, which ``baseline`` forbids), a ServiceAccount with RBAC for the GPU-state publisher (read
@@ -12,7 +13,7 @@ the backend knows when it renders (kind names its nodes deterministically; the k
 reads the cluster's nodes). A node missing from the map makes the pod exit with a one-line message.
 
 A spec whose pools give GPUs to DRA (``gpu.management: dra|both``) also gets the DRA driver's DaemonSet, RBAC and
-DeviceClasses (``backends/kind/dra.py``), on kind only (``PluginManifestOptions.dra``); the device plugin then
+DeviceClasses (``dramanifests.py``), on kind only (``PluginManifestOptions.dra``); the device plugin then
 advertises only the other GPUs of each node (``mockgpu device-plugin`` splits them as the embedded kubelet does).
 """
 
@@ -23,10 +24,18 @@ from typing import Any
 
 import yaml
 
-from mockgpu.backends.kind.config import DRIVER_DIR, check_gpu_management
-from mockgpu.backends.kind.dra import CDI_DIR, device_classes, dra_daemonset, dra_nodes, dra_rbac, gpu_state_rbac
+from mockgpu.backends.common.dramanifests import (
+    CDI_DIR,
+    device_classes,
+    dra_daemonset,
+    dra_nodes,
+    dra_rbac,
+    gpu_state_rbac,
+)
+from mockgpu.backends.common.nodepaths import DRIVER_DIR
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.nodelabels import NODE_LABEL
+from mockgpu.errors import ConfigError
 
 NAMESPACE = "mockgpu-system"
 APP = "mockgpu-device-plugin"
@@ -49,6 +58,37 @@ _PUBLISHER_ENTRYPOINT = (
     'exec mockgpu gpu-state-publisher --node "$node" --kube-node "$NODE_NAME" '
     f"--driver-dir {DRIVER_DIR} --checkpoint {PLUGIN_DIR}/kubelet_internal_checkpoint\n"
 )
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (kubeadm patches, the embedded spec, the entrypoint) as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_stream(docs: list[dict[str, Any]]) -> str:
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True)
+
+
+def check_gpu_management(spec: ClusterSpec, *, dra_driver: bool = True, device_plugin: str = "mockgpu") -> None:
+    """ConfigError for a pool whose GPUs go through DRA where no DRA driver is deployed, so such GPUs would
+    silently vanish: with fake-gpu-operator (a device plugin only), or on an existing cluster (``dra_driver``
+    False: the kubeconfig backend, which cannot know whether the cluster's runtime applies CDI specs)."""
+    if dra_driver and device_plugin != "fake-gpu-operator":
+        return
+    why = ("fake-gpu-operator has no DRA driver (use --device-plugin mockgpu)" if device_plugin == "fake-gpu-operator"
+           else "the kubeconfig backend does not deploy the DRA driver (use the kind, embedded or upstream backend)")
+    for i, pool in enumerate(spec.spec.nodePools):
+        if pool.gpu is not None and pool.gpu.management != "devicePlugin":
+            raise ConfigError(spec.source, f"spec.nodePools[{i}].gpu.management",
+                              f"'{pool.gpu.management}' needs the DRA driver: {why}")
+
 
 
 @dataclass(frozen=True)
