@@ -52,6 +52,10 @@ KNOWN: list[Known] = [
     Known("status", case=r"verbs .*: PUT with resourceVersion abc.*", detail=r"upstream 500 .*strconv\.ParseUint",
           reason="upstream answers 500 (it parses metadata.resourceVersion only in the storage layer); the "
                  "embedded server answers 409 Conflict, as upstream does for any other stale resourceVersion"),
+    Known("status", case=r"types .*Pod spec\.priority = .*", detail=r"upstream 403 .*priority admission controller",
+          reason="the embedded server serves no PriorityClasses (scheduling.k8s.io), so a pod's integer spec.priority "
+                 "is kept as sent: the scheduler's priority queue and preemption read it (tests, labs); upstream's "
+                 "Priority admission plugin refuses an integer it did not compute from a class (403)"),
     Known("status", case=r"types .*metadata\.resourceVersion = .*",
           detail=r"upstream 500 .*should not be set on objects",
           reason="upstream's etcd store refuses a create that carries metadata.resourceVersion with an error it does "

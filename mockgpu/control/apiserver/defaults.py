@@ -3,7 +3,9 @@
 Covers ``SetDefaults_Pod``/``_Container``/``_NodeStatus``/``_Namespace``, the pod strategy's
 ``PrepareForCreate`` (status reset to Pending with its QoS class, and PodScheduled=False/SchedulingGated for a
 pod created with scheduling gates), and the admission plugins that every
-cluster runs: DefaultTolerationSeconds, Priority (no PriorityClasses: priority 0) and ServiceAccount (the
+cluster runs: DefaultTolerationSeconds, Priority (no PriorityClasses are served: a pod's priority is 0 unless its
+spec sets an integer, which is kept so the scheduler's queue and preemption can be taught; upstream's plugin refuses
+an integer it did not compute from a class, 403) and ServiceAccount (the
 ``default`` account and, unless the pod sets ``automountServiceAccountToken: false``, the projected
 ``kube-api-access-<5 chars>`` volume mounted read-only at ``/var/run/secrets/kubernetes.io/serviceaccount`` in
 every container). Simplified: the ServiceAccount object's own ``automountServiceAccountToken`` is not
@@ -16,7 +18,6 @@ import copy
 from typing import Any
 
 from mockgpu.apimachinery.quantity import QuantityError, parse_quantity
-from mockgpu.apimachinery.status import forbidden
 from mockgpu.control.apiserver.names import generate_name
 
 DEFAULT_TOLERATION_SECONDS = 300
@@ -111,16 +112,6 @@ def qos_class(pod: dict[str, Any]) -> str:
     return "Burstable"
 
 
-def admit_priority(pod: dict[str, Any]) -> None:
-    """The Priority admission plugin (``plugin/pkg/admission/priority``): with no PriorityClass served the
-    priority it computes is 0, and a pod that sets another integer priority is refused (403)."""
-    priority = (pod.get("spec") or {}).get("priority")
-    if isinstance(priority, int) and not isinstance(priority, bool) and priority != 0:
-        name = (pod.get("metadata") or {}).get("name") or ""
-        raise forbidden("pods", name, f"the integer value of priority ({priority}) must not be provided in pod spec; "
-                                      "priority admission controller computed 0 from the given PriorityClass name")
-
-
 def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]:
     """The pod as the API server stores it on create: v1 defaults, admission defaults, fresh status."""
     pod = copy.deepcopy(pod)
@@ -141,8 +132,7 @@ def default_pod(pod: dict[str, Any], *, creating: bool = True) -> dict[str, Any]
         spec.setdefault("serviceAccountName", "default")
         spec["serviceAccount"] = spec["serviceAccountName"]
         mount_service_account_token(spec)
-        admit_priority(pod)
-        spec.setdefault("priority", 0)
+        spec.setdefault("priority", 0)  # kept as sent: see the module's docstring (no PriorityClasses served)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         add_default_tolerations(spec)
         pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
