@@ -15,6 +15,7 @@ import copy
 import json
 from typing import Any
 
+from mockgpu.apimachinery.unstructured import without_nulls
 from mockgpu.control.apiserver import limits
 from mockgpu.control.apiserver.status import StatusError, bad_request, too_large, unsupported_media_type
 
@@ -282,7 +283,7 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         if value is None:
             out.pop(key, None)
         elif key not in out:  # mergeMap: a key the original lacks takes the patch value as sent, nulls discarded
-            out[key] = _discard_nulls(value)  # (directives in it are not read: they stay, as unknown fields)
+            out[key] = without_nulls(value)  # (directives in it are not read: they stay, as unknown fields)
         elif isinstance(value, dict):
             merged = _merge_map(out.get(key), value, child)
             if merged is None:
@@ -303,15 +304,6 @@ def _merge_map(original: Any, patch: dict[str, Any], path: str) -> Any:
         for key in [k for k in out if k not in retain]:
             out.pop(key)
     return out
-
-
-def _discard_nulls(value: Any) -> Any:
-    """upstream ``discardNullValuesFromPatch`` (``IgnoreUnmatchedNulls``): null map values go, at any depth."""
-    if isinstance(value, dict):
-        return {k: _discard_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_discard_nulls(v) for v in value]
-    return value
 
 
 def _strip(value: Any) -> Any:

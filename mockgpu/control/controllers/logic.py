@@ -13,6 +13,8 @@ import math
 from datetime import datetime
 from typing import Any
 
+from mockgpu.apimachinery.unstructured import without_nulls
+
 Obj = dict[str, Any]
 
 POD_TEMPLATE_HASH = "pod-template-hash"
@@ -48,24 +50,15 @@ def fnv32a(data: bytes) -> int:
 
 def template_hash(template: Obj, collision_count: int | None = None) -> str:
     """The ``pod-template-hash`` of a Deployment's pod template (and its collision count, when set)."""
-    data = json.dumps(_pruned(template), sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(without_nulls(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += str(collision_count).encode()
     return safe_encode(str(fnv32a(data)))
 
 
-def _pruned(value: Any) -> Any:
-    """JSON nulls removed: in the Go types a null and an absent field are the same zero value."""
-    if isinstance(value, dict):
-        return {k: _pruned(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_pruned(v) for v in value]
-    return value
-
-
 def without_hash(template: Obj) -> Obj:
     """A ReplicaSet's template with the ``pod-template-hash`` label removed (upstream ``EqualIgnoreHash``)."""
-    out = _pruned(json.loads(json.dumps(template or {})))
+    out = without_nulls(json.loads(json.dumps(template or {})))
     labels = (out.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH, None)
