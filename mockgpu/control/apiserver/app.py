@@ -213,7 +213,7 @@ class APIApp:
                 self._check_event_update(t.info, ns, name, new)
                 obj = self.api.update(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
             else:
-                obj = self._patch(request, t, body, dry_run, strict)
+                obj = self._patch(patch_type, t, body, dry_run, strict)
             return self._object_response(request, t.info, obj)
         if verb == "delete":
             return await self._delete(request, t)
@@ -279,10 +279,8 @@ class APIApp:
         obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict)
         return self._object_response(request, t.info, obj, 201)
 
-    def _patch(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
-        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if ctype not in PATCH_TYPES:
-            raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
+    def _patch(self, ctype: str, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
+        """``ctype``: one of ``PATCH_TYPES`` (checked by ``_resource`` before the body is read)."""
         ns, name = t.namespace or "", t.name or ""
         current = self.present(t.info, self.api.get(t.info, ns, name))
         patched = apply_patch(current, body, ctype)
