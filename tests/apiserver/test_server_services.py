@@ -29,7 +29,7 @@ def test_a_service_is_created_with_an_address_and_node_ports_then_released(core)
             "clusterIP": ip, "ports": [{"port": 80}]}})
     assert exc.value.status == 422
     assert json.loads(exc.value.body)["message"] == (
-        f'Service "other" is invalid: spec.clusterIPs: Invalid value: []string{{"{ip}"}}: failed to allocate IP '
+        f'Service "other" is invalid: spec.clusterIPs: Invalid value: ["{ip}"]: failed to allocate IP '
         f"{ip}: provided IP is already allocated")
     core.delete_namespaced_service("web", "default")
     again = core.create_namespaced_service("default", {"metadata": {"name": "other"}, "spec": {

@@ -206,6 +206,8 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("create service externalname", ["create", "service", "externalname", "s6", "--external-name=example.com",
                                          *n]),
         ("create service loadbalancer", ["create", "service", "loadbalancer", "s7", "--tcp=443", *n]),
+        ("create service with a duplicate port (422)", ["create", "service", "clusterip", "s8", "--tcp=80:80",
+                                                        "--tcp=80:81", *n]),
         ("create service with a bad name (422)", ["create", "service", "clusterip", "Bad.Name", "--tcp=80", *n]),
         ("get services (table)", ["get", "services", *n]),
         ("get services --field-selector spec.type", ["get", "services", "--field-selector", "spec.type=NodePort",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import ipaddress
+import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -60,7 +61,8 @@ class ServiceStore(Protocol):
 
 
 class GoLiteral:
-    """A value field.Error prints with Go's ``%#v`` (``[]string{"10.96.0.9"}``): shown as is, unquoted."""
+    """A value field.Error prints as the JSON of the Go value (``["10.96.0.9"]``; apimachinery v0.37's
+    ``ErrorBody`` marshals what is not a string, number or bool): shown as is, unquoted."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -76,7 +78,7 @@ class GoLiteral:
 
 
 def _strings(values: Iterable[Any]) -> GoLiteral:
-    return GoLiteral("[]string{" + ", ".join('"' + str(v).replace('"', '\\"') + '"' for v in values) + "}")
+    return GoLiteral(json.dumps([str(v) for v in values], separators=(",", ":")))
 
 
 def _spec(svc: Obj) -> dict[str, Any]:
@@ -344,8 +346,10 @@ def _validate_port(port: dict[str, Any], path: str, require_name: bool, seen: se
 
 
 def _go_service_port(protocol: Any, port: Any) -> GoLiteral:
-    return GoLiteral(f'core.ServicePort{{Name:"", Protocol:"{protocol}", AppProtocol:(*string)(nil), Port:{port}, '
-                     'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')
+    """The (protocol, port) key of a duplicate port: the internal ``core.ServicePort``, whose fields carry no json
+    tags, marshalled."""
+    return GoLiteral(json.dumps({"Name": "", "Protocol": protocol, "AppProtocol": None, "Port": port,
+                                 "TargetPort": 0, "NodePort": 0}, separators=(",", ":")))
 
 
 def _validate_spec(svc: Obj, old: Obj | None) -> list[FieldError]:
