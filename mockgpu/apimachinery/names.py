@@ -65,6 +65,22 @@ def dns1123_label(value: str) -> list[str]:
     return errs
 
 
+def port_name(value: str) -> list[str]:
+    """Problems with ``value`` as a port name (IANA_SVC_NAME: ``IsValidPortName``); [] if fine."""
+    errs = []
+    if len(value) > 15:
+        errs.append(_max_len(15))
+    if not re.fullmatch(r"[-a-z0-9]+", value):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", value):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        errs.append("must not contain consecutive hyphens")
+    if value and (value[0] == "-" or value[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
 def dns1123_subdomain(value: str) -> list[str]:
     """Problems with ``value`` as a DNS-1123 subdomain (pod, node, configmap names); [] if fine."""
     errs = []

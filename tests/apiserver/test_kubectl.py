@@ -524,10 +524,13 @@ def test_version_reports_the_modelled_server(newest):
     assert json.loads(r.stdout)["serverVersion"]["gitVersion"] == GIT_VERSION
 
 
-def test_create_service_is_refused_cleanly(newest):
-    r = newest("create", "service", "clusterip", "web", "--tcp=80:80")
-    assert r.returncode == 1
-    assert r.stderr.strip().endswith('create is not supported on resources of kind "services"')
+def test_create_service_sends_protobuf_and_gets_an_address(newest, core, request):
+    request.addfinalizer(lambda: core.delete_namespaced_service("web", "default"))
+    r = newest("create", "service", "clusterip", "web", "--tcp=80:8080")
+    assert r.returncode == 0 and r.stdout.strip() == "service/web created", r.stderr
+    svc = core.read_namespaced_service("web", "default")
+    assert svc.spec.cluster_ip.startswith("10.96.") and svc.spec.selector == {"app": "web"}
+    assert (svc.spec.ports[0].port, svc.spec.ports[0].target_port, svc.spec.ports[0].name) == (80, 8080, "80-8080")
 
 
 def test_gated_pod_shows_scheduling_gated_until_its_gate_is_removed(newest, core, request):

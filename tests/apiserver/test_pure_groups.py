@@ -242,7 +242,7 @@ def test_openapi_group_document_has_its_kind_with_group_and_no_core_kinds():
     events = openapi.openapi_v3_document("events.k8s.io/v1")["components"]["schemas"]
     assert "regarding" in events["io.k8s.api.events.v1.Event"]["properties"]
     core = openapi.openapi_v3_core()
-    assert set(core["paths"]["/api/v1/namespaces/{namespace}/services/{name}"]) == {"get"}  # read-only
+    assert set(core["paths"]["/api/v1/namespaces/{namespace}/services/{name}"]) == {"get", "patch"}  # as pods
 
 
 def test_rules_review_and_whoami():

@@ -1,4 +1,4 @@
-"""The read-only ``kubernetes`` Service: how it is kept and how ``kubectl get services`` prints Services."""
+"""The ``kubernetes`` Service: how it is kept and how ``kubectl get services`` prints Services."""
 
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ def test_kubernetes_service_is_created_then_follows_the_port(api):
     assert api.store.get("services", "default", "kubernetes")["metadata"]["uid"] == svc["metadata"]["uid"]
 
 
-def test_services_are_read_only_in_discovery():
+def test_services_in_discovery_as_upstream():
     info = RESOURCES["services"]
-    assert info.verbs == ("get", "list", "watch") and info.short_names == ("svc",) and info.categories == ("all",)
+    assert info.verbs == ("create", "delete", "get", "list", "patch", "update", "watch")  # no deletecollection
+    assert info.short_names == ("svc",) and info.categories == ("all",) and info.has("status")
 
 
 @pytest.mark.parametrize(("spec", "status", "cells"), [

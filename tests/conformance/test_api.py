@@ -64,6 +64,24 @@ spec:
       nodeSelector: {no-such-label: "true"}
       containers: [{name: c, image: mockgpu/workload}]
 """
+# what a tutorial applies: a Deployment and the Service in front of it (kubectl apply -f of both at once)
+DEPLOY_AND_SERVICE = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: mockgpu/workload, ports: [{containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+"""
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: bad}
@@ -79,6 +97,9 @@ NORMALISE = [  # in order: the token volume's random suffix first, since it can 
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"), "<time>"),
     (re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"), "<time>"),
     (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
+    # Service addresses and node ports: upstream picks free ones at random, the embedded server derives them
+    (re.compile(r"\b10\.96\.\d{1,3}\.\d{1,3}\b"), "<cluster-ip>"),
+    (re.compile(r"(\d+):3\d{4}/"), r"\1:<node-port>/"),
     (re.compile(r'"resourceVersion":\s*"\d+"|resourceVersion: "?\d+"?'), "<rv>"),
     (re.compile(r"/tmp/\S+"), "<path>"),
     (re.compile(r"[ \t]+"), " "),
@@ -101,6 +122,8 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     workloads.write_text(WORKLOADS)
     applied = files / "applied.yaml"
     applied.write_text(POD.format(name="p2", scheduler=SCHEDULER))
+    deploy_svc = files / "deploy-svc.yaml"
+    deploy_svc.write_text(DEPLOY_AND_SERVICE)
     changed = files / "changed.yaml"
     changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
     n = ["-n", ns]
@@ -161,6 +184,44 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get cronjob (table)", ["get", "cronjob", "c1", *n]),
         ("create cronjob with a bad schedule (422)", ["create", "cronjob", "c2", "--image=x",
                                                       "--schedule=not a schedule", *n]),
+        ("apply a Deployment and its Service", ["apply", "-f", str(deploy_svc), *n]),
+        ("get service (table)", ["get", "service", "web", *n]),
+        ("get service -o jsonpath defaults", ["get", "service", "web", "-o", "jsonpath={.spec.type} "
+                                              "{.spec.sessionAffinity} {.spec.ipFamilyPolicy} {.spec.ipFamilies} "
+                                              "{.spec.internalTrafficPolicy} {.spec.ports[0].protocol} "
+                                              "{.spec.ports[0].targetPort} {.status}", *n]),
+        ("apply the Service again (unchanged)", ["apply", "-f", str(deploy_svc), *n]),
+        ("create service clusterip", ["create", "service", "clusterip", "s1", "--tcp=80:8080", *n]),
+        ("create service nodeport with a node port", ["create", "service", "nodeport", "s2", "--tcp=80:8080",
+                                                      "--node-port=30080", *n]),
+        ("create service nodeport, port taken (422)", ["create", "service", "nodeport", "s3", "--tcp=81:8080",
+                                                       "--node-port=30080", *n]),
+        ("create service nodeport, port out of range (422)", ["create", "service", "nodeport", "s3", "--tcp=81",
+                                                              "--node-port=80", *n]),
+        ("create service clusterip, address taken (422)", ["create", "service", "clusterip", "s4",
+                                                           "--clusterip=10.96.0.1", "--tcp=80", *n]),
+        ("create service clusterip, address outside the range (422)", ["create", "service", "clusterip", "s4",
+                                                                       "--clusterip=10.0.0.5", "--tcp=80", *n]),
+        ("create service headless", ["create", "service", "clusterip", "s5", "--clusterip=None", *n]),
+        ("create service externalname", ["create", "service", "externalname", "s6", "--external-name=example.com",
+                                         *n]),
+        ("create service loadbalancer", ["create", "service", "loadbalancer", "s7", "--tcp=443", *n]),
+        ("create service with a duplicate port (422)", ["create", "service", "clusterip", "s8", "--tcp=80:80",
+                                                        "--tcp=80:81", *n]),
+        ("create service with a bad name (422)", ["create", "service", "clusterip", "Bad.Name", "--tcp=80", *n]),
+        ("get services (table)", ["get", "services", *n]),
+        ("get services --field-selector spec.type", ["get", "services", "--field-selector", "spec.type=NodePort",
+                                                     "-o", "name", *n]),
+        ("patch service type NodePort", ["patch", "service", "s1", "-p", '{"spec":{"type":"NodePort"}}', *n]),
+        ("get service -o jsonpath node port", ["get", "service", "s1", "-o",
+                                               "jsonpath={.spec.type} {.spec.externalTrafficPolicy}", *n]),
+        ("patch service clusterIP (422)", ["patch", "service", "s1", "-p",
+                                           '{"spec":{"clusterIP":"10.96.77.77","clusterIPs":["10.96.77.77"]}}', *n]),
+        ("patch service type ExternalName without a name (422)", ["patch", "service", "s1", "-p",
+                                                                  '{"spec":{"type":"ExternalName"}}', *n]),
+        ("delete services", ["delete", "services", "--all", *n]),
+        ("get services after delete", ["get", "services", "-o", "name", *n]),
+        ("delete deployment web", ["delete", "deployment", "web", *n]),
         ("delete statefulset, daemonset, cronjob", ["delete", "statefulset/web", "daemonset/agent", "cronjob/c1",
                                                     *n]),
         ("delete deployment", ["delete", "deployment", "d1", *n]),

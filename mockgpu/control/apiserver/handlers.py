@@ -94,7 +94,7 @@ class ResourceAPI:
         if info.admission is not None:  # the kind's strategy reads the namespace
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
-                                   namespace_labels=labels)
+                                   namespace_labels=labels, store=self.store)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
@@ -167,7 +167,7 @@ class ResourceAPI:
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new = default_and_validate(info.kind, new, namespace=old_meta.get("namespace"), old=old, strict=strict,
-                                   subresource=sub or "")
+                                   subresource=sub or "", store=self.store)
         if new == old:  # a no-op update does not bump the resourceVersion, as upstream
             return old
         if dry_run:

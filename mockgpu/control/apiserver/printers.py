@@ -298,9 +298,13 @@ def _service_ports(ports: list[dict[str, Any]]) -> str:
 def service_row(svc: dict[str, Any], now: datetime) -> dict[str, Any]:
     spec = svc.get("spec") or {}
     ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    external = ",".join(spec.get("externalIPs") or [i.get("ip") or i.get("hostname", "") for i in ingress])
-    if not external:
-        external = "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+    if spec.get("type") == "ExternalName":  # getServiceExternalIP
+        external = spec.get("externalName") or ""
+    elif spec.get("type") == "LoadBalancer":
+        lb = [i.get("ip") or i.get("hostname", "") for i in ingress]
+        external = ",".join(lb + list(spec.get("externalIPs") or [])) or "<pending>"
+    else:
+        external = ",".join(spec.get("externalIPs") or []) or "<none>"
     selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items())) or "<none>"
     return {"cells": [_meta(svc).get("name", ""), spec.get("type", ""), spec.get("clusterIP") or "<none>", external,
                       _service_ports(spec.get("ports") or []), since(_meta(svc).get("creationTimestamp"), now),

@@ -5,7 +5,8 @@ kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``)
 ``raw`` field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the
 fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1), the
 Deployments, ReplicaSets, Jobs and CronJobs of ``kubectl create deployment|job|cronjob``
-(``k8s.io/api/{apps,batch}/v1``, their pod template's common PodSpec and Container fields) and ObjectMeta that
+(``k8s.io/api/{apps,batch}/v1``, their pod template's common PodSpec and Container fields), the Services of
+``kubectl create service`` and ``kubectl expose``, and ObjectMeta that
 a client sets on create are decoded; other kinds are 415 (responses are always JSON, which every client also
 accepts).
 """
@@ -86,6 +87,16 @@ CRON_JOB: Message = {1: ("metadata", _META), 2: ("spec", {
     5: ("jobTemplate", {1: ("metadata", _META), 2: ("spec", JOB[2][1])}),
     6: ("successfulJobsHistoryLimit", "int"), 7: ("failedJobsHistoryLimit", "int")}), 3: ("status", {})}
 
+# k8s.io/api/core/v1 Service (kubectl create service clusterip|nodeport|loadbalancer|externalname, kubectl expose)
+SERVICE: Message = {1: ("metadata", _META), 2: ("spec", {
+    1: ("ports", [{1: ("name", "str"), 2: ("protocol", "str"), 3: ("port", "int"), 4: ("targetPort", "intstr"),
+                   5: ("nodePort", "int0"), 6: ("appProtocol", "str")}]),
+    2: ("selector", "map"), 3: ("clusterIP", "str"), 4: ("type", "str"), 5: ("externalIPs", "strs"),
+    7: ("sessionAffinity", "str"), 8: ("loadBalancerIP", "str"), 9: ("loadBalancerSourceRanges", "strs"),
+    10: ("externalName", "str"), 11: ("externalTrafficPolicy", "str"), 12: ("healthCheckNodePort", "int0"),
+    13: ("publishNotReadyAddresses", "bool0"), 17: ("ipFamilyPolicy", "str"), 18: ("clusterIPs", "strs"),
+    19: ("ipFamilies", "strs"), 20: ("allocateLoadBalancerNodePorts", "bool"), 21: ("loadBalancerClass", "str"),
+    22: ("internalTrafficPolicy", "str"), 23: ("trafficDistribution", "str")}), 3: ("status", {})}
 
 class _Bad(ValueError):
     pass

@@ -1,11 +1,11 @@
-"""core/v1 Services, read-only: the ``kubernetes`` Service in ``default`` that every cluster has.
+"""The ``kubernetes`` Service in ``default`` that every cluster has.
 
 kube-apiserver's bootstrap controller keeps a ``kubernetes`` Service pointing at itself; ``kubectl get all``
-and ``kubectl cluster-info`` list Services. The embedded server serves that one Service (get, list, watch)
-and no others: there is no service network, so user Services could not route anywhere and creating them is
-refused (405). The cluster IP is nominal — the first address of upstream's default service CIDR
-10.96.0.0/12 — and ``targetPort`` is the port the embedded server really listens on (updated at each start,
-as the bootstrap controller reconciles it).
+and ``kubectl cluster-info`` list Services. The embedded server creates it at start, as the bootstrap controller
+does: the first address of the service CIDR (``servicestrategy.SERVICE_CIDR``, 10.96.0.0/16 as the upstream backend
+and kind), and a ``targetPort`` that is the port the embedded server really listens on (updated at each start, as
+the bootstrap controller reconciles it). Other Services are the users' (``servicestrategy``: allocation and
+validation); there is no service data path, so nothing routes to them.
 """
 
 from __future__ import annotations

@@ -26,10 +26,11 @@ from mockgpu.control.apiserver.status import (
 
 def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | None, old: dict[str, Any] | None = None,
                          strict: bool = False, subresource: str = "",
-                         namespace_labels: dict[str, str] | None = None) -> dict[str, Any]:
+                         namespace_labels: dict[str, str] | None = None, store: Any = None) -> dict[str, Any]:
     """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422).
     ``namespace_labels``: the namespace's labels, for checks upstream's strategies make against the namespace
-    (DRA admin access); None skips them."""
+    (DRA admin access); None skips them. ``store``: the stored objects, for a kind whose storage allocates
+    (``Kind.allocate``); None skips the allocation (a pure check)."""
     info = registry.by_kind(kind)
     if info is None:
         raise bad_request(f"no kind \"{kind}\" is registered for version \"v1\" in scheme \"mockgpu\"")
@@ -54,6 +55,10 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     if info.prepare is not None:
         obj = info.prepare(obj, old, subresource)
     microtime.normalize(info.micro_times, obj)
+    if info.allocate is not None and store is not None and subresource != "status":
+        errs = info.allocate(store, obj, old)  # upstream's BeginCreate/BeginUpdate answer before the strategy
+        if errs:
+            raise invalid(kind, meta.get("name") or meta.get("generateName") or "", errs, info.group)
     errs = validate(kind, obj, old, subresource)
     if old is None and namespace_labels is not None and info.admission is not None:
         errs = info.admission(obj, namespace_labels) + errs  # upstream's strategies check it first

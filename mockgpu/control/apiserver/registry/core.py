@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf
+from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry.kind import (
     ALL,
@@ -160,8 +160,15 @@ SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", Tru
 BINDING = Kind("bindings", "binding", "Binding", True, ("create",), stored=False, route_to=("pods", "binding"),
                name_rule=names.path_segment_name,
                validate=on_every_write(corevalidation.validate_binding), model="V1Binding")
-# read-only: only the ``kubernetes`` Service of ``default`` exists (see ``services``)
-SERVICE = Kind("services", "service", "Service", True, ("get", "list", "watch"), ("svc",), ("all",),
-               printer=printers.SERVICE, model="V1Service")
+# pkg/registry/core/service: no deletecollection; cluster IPs and node ports allocated (``servicestrategy``); the
+# ``kubernetes`` Service of ``default`` kept by the server (``services``)
+SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), ("all",),
+               subresources=(Subresource("status", "Service", STATUS),),
+               name_rule=names.name_is_dns_label, prepare=servicestrategy.prepare_service,
+               validate=servicestrategy.validate_service, validate_status=servicestrategy.validate_service_status,
+               allocate=servicestrategy.allocate, returns_deleted=True, printer=printers.SERVICE,
+               field_labels={**META_FIELDS, "spec.clusterIP": field_path("spec", "clusterIP"),
+                             "spec.type": field_path("spec", "type")},
+               model="V1Service", protobuf=protobuf.SERVICE)
 
 KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE)
