@@ -108,8 +108,9 @@ def _binding_errors(obj: Obj, old: Obj | None, namespaced: bool) -> list[FieldEr
     ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
     errs: list[FieldError] = []
     if old is not None and ref != (old.get("roleRef") or {}):
-        errs.append(field_invalid("roleRef", {"apiGroup": ref.get("apiGroup", ""), "kind": ref.get("kind", ""),
-                                              "name": ref.get("name", "")}, "field is immutable"))
+        # the internal rbac.RoleRef, whose fields carry no json tags, marshalled
+        errs.append(field_invalid("roleRef", {"APIGroup": ref.get("apiGroup", ""), "Kind": ref.get("kind", ""),
+                                              "Name": ref.get("name", "")}, "field is immutable"))
     if ref.get("apiGroup") != GROUP:
         errs.append(field_not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), (GROUP,)))
     kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
