@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mockgpu.control.apiserver import rbacauthz, registry
-from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.handlers import ResourceAPI, now_rfc3339
 
 DATA = Path(__file__).with_name("rbac-bootstrap.json")
 
@@ -29,13 +30,16 @@ def policy() -> tuple[dict[str, Any], ...]:
 
 
 def ensure_bootstrap_policy(api: ResourceAPI) -> None:
-    """Create what is missing; give each aggregated ClusterRole its rules."""
+    """Create what is missing (stored as upstream renders it: the data is upstream's own, valid by construction,
+    so the start does not pay for decoding and validating 141 objects); give each aggregated ClusterRole its rules."""
     for item in policy():
         info = registry.by_kind(item["kind"])
         assert info is not None, item["kind"]
         ns = item["metadata"].get("namespace", "") if info.namespaced else ""
         if api.store.get(info.plural, ns, item["metadata"]["name"]) is None:
-            api.create(info, ns, copy.deepcopy(item))
+            obj = copy.deepcopy(item)
+            obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339())
+            api.store.create(info.plural, obj)
     roles = registry.by_kind("ClusterRole")
     assert roles is not None
     for role in api.store.list("clusterroles"):
