@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,22 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: 8080}]
 """
+# a tutorial's access control: who may read pods in one namespace
+ROLE_AND_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader}
+rules:
+- apiGroups: [""]
+  resources: [pods, pods/log]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-reads-pods}
+subjects:
+- {kind: User, name: alice}
+roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
+"""
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: bad}
@@ -124,6 +141,8 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     applied.write_text(POD.format(name="p2", scheduler=SCHEDULER))
     deploy_svc = files / "deploy-svc.yaml"
     deploy_svc.write_text(DEPLOY_AND_SERVICE)
+    rbac = files / "rbac.yaml"
+    rbac.write_text(ROLE_AND_BINDING)
     changed = files / "changed.yaml"
     changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
     n = ["-n", ns]
@@ -222,6 +241,43 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("delete services", ["delete", "services", "--all", *n]),
         ("get services after delete", ["get", "services", "-o", "name", *n]),
         ("delete deployment web", ["delete", "deployment", "web", *n]),
+        ("apply a Role and a RoleBinding", ["apply", "-f", str(rbac), *n]),
+        ("get role,rolebinding", ["get", "role,rolebinding", *n]),
+        ("get rolebinding -o wide", ["get", "rolebinding", "alice-reads-pods", "-o", "wide", *n]),
+        ("auth can-i list pods as alice", ["auth", "can-i", "list", "pods", "--as=alice", *n]),
+        ("auth can-i get pods/log as alice", ["auth", "can-i", "get", "pods", "--subresource=log", "--as=alice",
+                                              *n]),
+        ("auth can-i create pods as alice", ["auth", "can-i", "create", "pods", "--as=alice", *n]),
+        ("auth can-i list pods as bob", ["auth", "can-i", "list", "pods", "--as=bob", *n]),
+        ("auth can-i list pods as alice in default", ["auth", "can-i", "list", "pods", "--as=alice", "-n",
+                                                      "default"]),
+        ("auth can-i --list as alice", ["auth", "can-i", "--list", "--as=alice", *n]),
+        ("get pods as alice", ["get", "pods", "--as=alice", "-o", "name", *n]),
+        ("get pods as bob (403)", ["get", "pods", "--as=bob", *n]),
+        ("get pod as bob (403)", ["get", "pod", "p2", "--as=bob", *n]),
+        ("delete pod as alice (403)", ["delete", "pod", "p2", "--as=alice", "--wait=false", *n]),
+        ("get nodes as alice (403)", ["get", "nodes", "--as=alice"]),
+        ("get deployments as a group member (403)", ["get", "deployments", "--as=carol", "--as-group=team-a", *n]),
+        ("create rolebinding for a group", ["create", "rolebinding", "team-a-view", "--clusterrole=view",
+                                            "--group=team-a", *n]),
+        ("get deployments as a group member", ["get", "deployments", "--as=carol", "--as-group=team-a", "-o",
+                                               "name", *n]),
+        ("auth can-i create deployments as a group member", ["auth", "can-i", "create", "deployments",
+                                                             "--as=carol", "--as-group=team-a", *n]),
+        ("create role with kubectl", ["create", "role", "cm-editor", "--verb=get,update", "--resource=configmaps",
+                                      *n]),
+        ("create rolebinding for a service account", ["create", "rolebinding", "sa-cm", "--role=cm-editor",
+                                                      f"--serviceaccount={ns}:default", *n]),
+        ("auth can-i update configmaps as the service account",
+         ["auth", "can-i", "update", "configmaps", f"--as=system:serviceaccount:{ns}:default", *n]),
+        ("create role without verbs (422)", ["create", "role", "bad", "--verb=get", "--resource=nosuchthing", *n]),
+        ("patch rolebinding roleRef (422)", ["patch", "rolebinding", "alice-reads-pods", "--type=merge", "-p",
+                                             '{"roleRef":{"name":"other"}}', *n]),
+        ("get clusterrole view (aggregated rules)", ["get", "clusterrole", "view", "-o",
+                                                     "jsonpath={.rules[*].resources}"]),
+        ("get clusterrolebinding cluster-admin -o wide", ["get", "clusterrolebinding", "cluster-admin", "-o",
+                                                          "wide"]),
+        ("delete the RBAC objects", ["delete", "role,rolebinding", "--all", *n]),
         ("delete statefulset, daemonset, cronjob", ["delete", "statefulset/web", "daemonset/agent", "cronjob/c1",
                                                     *n]),
         ("delete deployment", ["delete", "deployment", "d1", *n]),
@@ -265,9 +321,11 @@ def test_kubectl_battery(report, upstream_cluster, embedded_cluster, tmp_path, v
     for c in (embedded_cluster, upstream_cluster):
         _ns(c.api_client(), ns)
     open_ = []
+    pool = ThreadPoolExecutor(1)  # the upstream side beside this thread: a case's two kubectl runs are independent
     for case, argv in kubectl_battery(ns, tmp_path):
-        up = run_kubectl(path, upstream_cluster.kubeconfig, argv)
+        up_run = pool.submit(run_kubectl, path, upstream_cluster.kubeconfig, argv)
         emb = run_kubectl(path, embedded_cluster.kubeconfig, argv)
+        up = up_run.result()
         diffs = []
         if up[0] != emb[0]:
             diffs.append(("exit code", f"embedded {emb[0]} != upstream {up[0]}"))
@@ -277,6 +335,7 @@ def test_kubectl_battery(report, upstream_cluster, embedded_cluster, tmp_path, v
             diffs.append(("stderr", f"embedded {emb[2]!r} != upstream {up[2]!r}"))
         for kind, detail in report.add("kubectl", f"kubectl {version}: {case}", diffs):
             open_.append(f"{case}: {kind}: {detail}")
+    pool.shutdown()
     assert not open_, "\n".join(open_)
 
 

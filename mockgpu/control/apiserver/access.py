@@ -1,11 +1,11 @@
 """Who am I and what may I do: SelfSubjectAccessReview and SelfSubjectRulesReview (authorization.k8s.io/v1)
 for ``kubectl auth can-i [--list]``, SelfSubjectReview (authentication.k8s.io/v1) for ``kubectl auth whoami``.
 
-The embedded server has one identity: whoever holds the cluster's bearer token may do everything (there is
-no RBAC; requests without the token never get past the 401). That identity is reported as user
-:data:`USERNAME` in the groups ``system:masters`` and ``system:authenticated`` (what a kubeadm admin
-certificate gives); every well-formed access review is answered ``allowed: true`` with a reason that says
-why, and the rules review lists ``*`` for everything. Malformed access reviews get upstream's 422 texts.
+The embedded server has one credential, the cluster's bearer token (requests without it never get past the 401):
+its user is :data:`USERNAME` in the groups ``system:masters`` and ``system:authenticated`` (what a kubeadm admin
+certificate gives), allowed everything. A request that impersonates a user (``kubectl --as``, ``rbacauthz``) runs as
+that user, and the reviews answer for it from RBAC: ``can-i`` with the RBAC authorizer's decision, ``--list`` with
+the rules its bindings give (``RulesFor``). Malformed access reviews get upstream's 422 texts.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mockgpu.control.apiserver import rbacauthz
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.gojson import json_kind
+from mockgpu.control.apiserver.rbacauthz import Attributes, Objects, User
 from mockgpu.control.apiserver.status import FieldError, field_invalid
 
 API_VERSION = "authorization.k8s.io/v1"
 REASON = "mockgpu: the cluster token is authorized for every request (the embedded server has no RBAC)"
-USERNAME = "mockgpu-admin"
-GROUPS = ("system:masters", "system:authenticated")
+USERNAME = rbacauthz.ADMIN_USER
+GROUPS = rbacauthz.ADMIN_GROUPS
 
 
 def validate_spec(spec: dict[str, Any]) -> list[FieldError]:
@@ -44,10 +46,10 @@ def _check_kind(body: Any, want: str, api_version: str) -> None:
                              f'{want}: no kind "{kind}" is registered for version "{given}"')
 
 
-def answer(kind: str, body: Any) -> dict[str, Any]:
-    """The answered review of ``kind`` (one of :data:`REVIEW_KINDS`), or a 400/422 StatusError."""
+def answer(kind: str, body: Any, user: User = rbacauthz.ADMIN, objects: Objects | None = None) -> dict[str, Any]:
+    """The answered review of ``kind`` (one of :data:`REVIEW_KINDS`) for ``user``, or a 400/422 StatusError."""
     return {"SelfSubjectAccessReview": review, "SelfSubjectRulesReview": rules_review,
-            "SelfSubjectReview": self_subject_review}[kind](body)
+            "SelfSubjectReview": self_subject_review}[kind](body, user, objects)
 
 
 REVIEW_KINDS = ("SelfSubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview")
@@ -58,24 +60,50 @@ def _meta(body: dict[str, Any]) -> dict[str, Any]:
     return {**copy.deepcopy(meta), "creationTimestamp": None}
 
 
-def rules_review(body: Any) -> dict[str, Any]:
-    """``kubectl auth can-i --list``: every verb on every resource and non-resource URL."""
+def rules_review(body: Any, user: User = rbacauthz.ADMIN, objects: Objects | None = None) -> dict[str, Any]:
+    """``kubectl auth can-i --list``: the admin may do everything; another user what its bindings give."""
     _check_kind(body, "SelfSubjectRulesReview", API_VERSION)
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    if user.privileged or objects is None:
+        status: dict[str, Any] = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                                  "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                                  "incomplete": False}
+    else:
+        rules, errors = rbacauthz.rules_for(objects, user, str(spec.get("namespace") or ""))
+        resource = [{k: r[k] for k in ("verbs", "apiGroups", "resources", "resourceNames") if r.get(k)}
+                    for r in rules if not r.get("nonResourceURLs")]
+        non_resource = [{"verbs": r["verbs"], "nonResourceURLs": r["nonResourceURLs"]} for r in rules
+                        if r.get("nonResourceURLs")]
+        status = {"resourceRules": resource, "nonResourceRules": non_resource, "incomplete": bool(errors)}
+        if errors:
+            status["evaluationError"] = ", ".join(errors)
     return {"kind": "SelfSubjectRulesReview", "apiVersion": API_VERSION, "metadata": _meta(body),
-            "spec": copy.deepcopy(spec),
-            "status": {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                       "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}}
+            "spec": copy.deepcopy(spec), "status": status}
 
 
-def self_subject_review(body: Any) -> dict[str, Any]:
-    """``kubectl auth whoami``: the one identity of the cluster token."""
+def self_subject_review(body: Any, user: User = rbacauthz.ADMIN, objects: Objects | None = None) -> dict[str, Any]:
+    """``kubectl auth whoami``: the user the request runs as."""
     _check_kind(body, "SelfSubjectReview", "authentication.k8s.io/v1")
+    info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.extra:
+        info["extra"] = {k: list(v) for k, v in user.extra.items()}
     return {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1", "metadata": _meta(body),
-            "status": {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}}
+            "status": {"userInfo": info}}
 
 
-def review(body: Any) -> dict[str, Any]:
+def _attributes(spec: dict[str, Any]) -> Attributes:
+    res = spec.get("resourceAttributes")
+    if isinstance(res, dict):
+        return Attributes(str(res.get("verb") or ""), True, str(res.get("group") or ""), str(res.get("version") or ""),
+                          str(res.get("resource") or ""), str(res.get("subresource") or ""),
+                          str(res.get("namespace") or ""), str(res.get("name") or ""))
+    non = spec.get("nonResourceAttributes") or {}
+    return Attributes(str(non.get("verb") or ""), False, path=str(non.get("path") or ""))
+
+
+def review(body: Any, user: User = rbacauthz.ADMIN, objects: Objects | None = None) -> dict[str, Any]:
     """The answered access review (status filled in), or a 400/422 StatusError."""
     _check_kind(body, "SelfSubjectAccessReview", API_VERSION)
     spec = body.get("spec")
@@ -90,6 +118,12 @@ def review(body: Any) -> dict[str, Any]:
     errs = validate_spec(spec)
     if errs:
         raise st.invalid("SelfSubjectAccessReview", "", errs, "authorization.k8s.io")
+    if user.privileged or objects is None:
+        status: dict[str, Any] = {"allowed": True, "reason": REASON}
+    else:
+        allowed, reason = rbacauthz.authorize(objects, user, _attributes(spec))
+        status = {"allowed": allowed}
+        if reason:
+            status["reason"] = reason
     return {"kind": "SelfSubjectAccessReview", "apiVersion": API_VERSION, "metadata": _meta(body),
-            "spec": copy.deepcopy(spec),
-            "status": {"allowed": True, "reason": REASON}}
+            "spec": copy.deepcopy(spec), "status": status}

@@ -25,6 +25,7 @@ from mockgpu.control.apiserver import (
     listoptions,
     openapi,
     protobuf,
+    rbacauthz,
     registry,
     workloads,
 )
@@ -94,6 +95,7 @@ class APIApp:
             # Go's url.ParseRequestURI refuses an escape that is not %XX: net/http answers before any handler
             return web.Response(status=400, text="400 Bad Request", headers={"Connection": "close"})
         path = request.path.rstrip("/") or "/"
+        user = self._authorize(request, path)
         accept = request.headers.get("Accept", "")
         # kube-apiserver's non-REST handlers (the index, discovery of /apis and its groups, health checks)
         # answer whatever the method; the REST routes below check theirs
@@ -105,11 +107,25 @@ class APIApp:
                                                                                    openapi.DOCUMENTED):
                 return await self._openapi_v3(path)
         if path.startswith("/api/v1/"):
-            return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")))
+            return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")), user)
         parts = path.split("/")[2:]  # /apis/<group>/<version>/...
         if path.startswith("/apis/") and len(parts) > 2 and registry.served("/".join(parts[:2])):
-            return await self._resource(request, parse_path(parts[2:], registry.served("/".join(parts[:2]))))
+            return await self._resource(request, parse_path(parts[2:], registry.served("/".join(parts[:2]))), user)
         raise not_found_path()
+
+    def _authorize(self, request: web.Request, path: str) -> rbacauthz.User:
+        """The user the request runs as (the admin, or whom it impersonates), refused with upstream's 403 when
+        RBAC does not allow it the request (the admin, in ``system:masters``, is allowed everything)."""
+        try:
+            user = rbacauthz.impersonated(request.headers, request.headers.items())
+        except rbacauthz.ImpersonationError as exc:
+            raise st.bad_request(str(exc)) from None
+        if not user.privileged:
+            attrs = rbacauthz.request_attributes(request.method, path, request.query)
+            allowed, reason = rbacauthz.authorize(self.store, user, attrs)
+            if not allowed:
+                raise rbacauthz.denial(user, attrs, reason)
+        return user
 
     def _simple_get(self, path: str, accept: str) -> web.StreamResponse | None:
         if path in ("/healthz", "/readyz", "/livez"):
@@ -156,7 +172,8 @@ class APIApp:
                        for gv in openapi.DOCUMENTED}})
         return web.Response(body=self._openapi[path], content_type=JSON)
 
-    async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
+    async def _resource(self, request: web.Request, t: Target, user: rbacauthz.User = rbacauthz.ADMIN
+                        ) -> web.StreamResponse:
         method, q = request.method, request.query
         if t.sub in t.info.connect:
             return self._connect(request, t)
@@ -203,7 +220,7 @@ class APIApp:
                 raise st.unsupported_media_type(patch_type, accepted=PATCH_TYPES)
         body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
-            return await self._create(request, t, body, dry_run, strict)
+            return await self._create(request, t, body, dry_run, strict, user)
         if verb in ("update", "patch"):
             name = t.name or ""
             if verb == "update":
@@ -240,7 +257,8 @@ class APIApp:
 
     # ---- verbs -------------------------------------------------------------------------------------------
 
-    async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool) -> web.Response:
+    async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool,
+                      user: rbacauthz.User = rbacauthz.ADMIN) -> web.Response:
         ns = t.namespace or ""
         if t.sub in ("binding", "eviction") or t.info.route_to is not None:
             if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
@@ -268,7 +286,7 @@ class APIApp:
         if t.name is not None:
             raise st.method_not_allowed("POST", t.info.kind)
         if t.info.review is not None:
-            return json_response(t.info.review(body), 201)
+            return json_response(t.info.review(body, user, self.store), 201)
         if not isinstance(body, dict):
             raise st.bad_request("the object provided is unrecognized (must be an object)")
         if t.info.view is not None:

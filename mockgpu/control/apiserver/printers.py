@@ -513,6 +513,35 @@ def _slice_cells(obj: dict[str, Any]) -> list[Any]:
     return [spec.get("nodeName") or "", spec.get("driver") or "", (spec.get("pool") or {}).get("name") or ""]
 
 
+# ---- rbac.authorization.k8s.io/v1 -------------------------------------------------------------------------------
+
+def _binding_columns(what: str) -> list[dict[str, Any]]:
+    return [NAME, _col("Role", "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef "
+                               "cannot be resolved, the Authorizer must return an error. This field is immutable."
+                        if what == "clusterRoleBinding" else
+                        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+                        "namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This "
+                        "field is immutable."), AGE,
+            _col("Users", f"Users in the {what}", 1), _col("Groups", f"Groups in the {what}", 1),
+            _col("ServiceAccounts", f"ServiceAccounts in the {what}", 1)]
+
+
+def binding_row(b: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """``printRoleBinding``/``printClusterRoleBinding`` (``rbac.SubjectsStrings`` for the wide columns)."""
+    ref = b.get("roleRef") or {}
+    users, groups, sas = [], [], []
+    for s in b.get("subjects") or []:
+        if s.get("kind") == "User":
+            users.append(s.get("name", ""))
+        elif s.get("kind") == "Group":
+            groups.append(s.get("name", ""))
+        elif s.get("kind") == "ServiceAccount":
+            sas.append(f"{s.get('namespace', '')}/{s.get('name', '')}")
+    return {"cells": [_meta(b).get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}",
+                      since(_meta(b).get("creationTimestamp"), now), ", ".join(users), ", ".join(groups),
+                      ", ".join(sas)]}
+
+
 def named(cells: Callable[[dict[str, Any]], list[Any]]) -> Callable[[dict[str, Any], datetime], dict[str, Any]]:
     def row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
         return {"cells": [_meta(obj).get("name", ""), *cells(obj), since(_meta(obj).get("creationTimestamp"), now)]}
@@ -542,3 +571,5 @@ DEVICECLASS: Printer = ([NAME, AGE], named(lambda o: []))
 RESOURCECLAIM: Printer = (CLAIM_COLUMNS, named(lambda o: [resource_claim_state(o)]))
 RESOURCECLAIMTEMPLATE: Printer = ([NAME, AGE], named(lambda o: []))
 RESOURCESLICE: Printer = (SLICE_COLUMNS, named(_slice_cells))
+ROLEBINDING: Printer = (_binding_columns("roleBinding"), binding_row)
+CLUSTERROLEBINDING: Printer = (_binding_columns("clusterRoleBinding"), binding_row)

@@ -6,7 +6,8 @@ kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``)
 fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1), the
 Deployments, ReplicaSets, Jobs and CronJobs of ``kubectl create deployment|job|cronjob``
 (``k8s.io/api/{apps,batch}/v1``, their pod template's common PodSpec and Container fields), the Services of
-``kubectl create service`` and ``kubectl expose``, and ObjectMeta that
+``kubectl create service`` and ``kubectl expose``, the RBAC objects of ``kubectl create role|rolebinding|...``,
+and ObjectMeta that
 a client sets on create are decoded; other kinds are 415 (responses are always JSON, which every client also
 accepts).
 """
@@ -97,6 +98,15 @@ SERVICE: Message = {1: ("metadata", _META), 2: ("spec", {
     13: ("publishNotReadyAddresses", "bool0"), 17: ("ipFamilyPolicy", "str"), 18: ("clusterIPs", "strs"),
     19: ("ipFamilies", "strs"), 20: ("allocateLoadBalancerNodePorts", "bool"), 21: ("loadBalancerClass", "str"),
     22: ("internalTrafficPolicy", "str"), 23: ("trafficDistribution", "str")}), 3: ("status", {})}
+# k8s.io/api/rbac/v1 (kubectl create role|clusterrole|rolebinding|clusterrolebinding)
+_RULE = {1: ("verbs", "strs"), 2: ("apiGroups", "strs"), 3: ("resources", "strs"), 4: ("resourceNames", "strs"),
+         5: ("nonResourceURLs", "strs")}
+ROLE: Message = {1: ("metadata", _META), 2: ("rules", [_RULE])}
+CLUSTER_ROLE: Message = {1: ("metadata", _META), 2: ("rules", [_RULE]),
+                         3: ("aggregationRule", {1: ("clusterRoleSelectors", [_SELECTOR])})}
+ROLE_BINDING: Message = {1: ("metadata", _META), 2: ("subjects", [{1: ("kind", "str"), 2: ("apiGroup", "str"),
+                                                                   3: ("name", "str"), 4: ("namespace", "str")}]),
+                         3: ("roleRef", {1: ("apiGroup", "str"), 2: ("kind", "str"), 3: ("name", "str")})}
 
 class _Bad(ValueError):
     pass

@@ -26,6 +26,7 @@ from mockgpu.control.apiserver import fieldvalidation, limits
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.rbacbootstrap import ensure_bootstrap_policy
 from mockgpu.control.apiserver.services import ensure_kubernetes_service
 from mockgpu.control.apiserver.store import Store
 from mockgpu.errors import MockgpuError
@@ -161,6 +162,7 @@ class APIServer:
         for ns in SYSTEM_NAMESPACES:
             if api.store.get("namespaces", "", ns) is None:
                 api.create(RESOURCES["namespaces"], "", {"metadata": {"name": ns}})
+        ensure_bootstrap_policy(api)
         if self.seed is not None and fresh:
             self.seed(api)
 

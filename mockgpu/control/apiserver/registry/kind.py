@@ -119,7 +119,7 @@ class Kind:
     allocate: Callable[[Any, Obj, Obj | None], list[FieldError]] | None = None
     quantities: Callable[[Obj], list[dict[str, Any]]] | None = None  # maps whose values are stored canonical
     micro_times: tuple[tuple[str, ...], ...] = ()  # paths of metav1.MicroTime fields (re-encoded in UTC)
-    review: Callable[[Any], Obj] | None = None  # answered on create, never stored (the self-reviews)
+    review: Callable[[Any, Any, Any], Obj] | None = None  # (body, user, objects): answered, never stored
     # deletion
     gc_policy: str | None = None  # default propagation of an owner kind (the garbage collector's)
     returns_deleted: bool = False  # DELETE answers with the object, not a Status (ReturnDeletedObject)
