@@ -411,8 +411,11 @@ class _Run:
             added.append(c)
         self.picking.add(dev_id)
         results = self.results[req.claim_index]
-        results.append({"request": req.name, "driver": pool.driver, "pool": pool.name,
-                        "device": device.get("name", "")})
+        result: dict[str, Any] = {"request": req.name, "driver": pool.driver, "pool": pool.name,
+                                  "device": device.get("name", "")}
+        if req.tolerations:  # the request's tolerations go with each result (the eviction controller reads them)
+            result["tolerations"] = [dict(t) for t in req.tolerations]
+        results.append(result)
         local = self.local[req.claim_index]
         local.append(s.get("spec") or {})
 
