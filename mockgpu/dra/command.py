@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.errors import MockgpuError
+from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.helptext import describe
 
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/plugins"  # upstream's KubeletPluginsDir
@@ -84,8 +85,6 @@ def format_table(slices: list[dict[str, Any]]) -> str:
 
 def device_health(driver_dir: Path) -> dict[str, Any]:
     """``Driver.health()`` of the node's driver directory; nothing (all healthy) while it does not exist yet."""
-    from mockgpu.gpu.driver import Driver, DriverNotFound
-
     try:
         return dict(Driver(driver_dir).health())
     except DriverNotFound:

@@ -22,6 +22,7 @@ from mockgpu.gpu.driver import Driver
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "clusters" / "dra.yaml"
 KEY = "gpu.mockgpu.io/xid"
+GPU_0_OR_1 = 'device.attributes["gpu.mockgpu.io"].index in [0, 1]'
 pytestmark = pytest.mark.timeout(240)
 wait_for = functools.partial(polling.wait_for, timeout=60.0)
 
@@ -37,9 +38,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _claim_pod(core: Any, rapi: Any, name: str, tolerations: list[dict[str, Any]] | None = None) -> None:
-    exactly: dict[str, Any] = {"deviceClassName": "gpu.mockgpu.io",
-                               "selectors": [{"cel": {"expression": 'device.attributes["gpu.mockgpu.io"].index == 0 '
-                                                                    '|| device.attributes["gpu.mockgpu.io"].index == 1'}}]}
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.mockgpu.io", "selectors": [{"cel": {"expression": GPU_0_OR_1}}]}
     if tolerations:
         exactly["tolerations"] = tolerations
     rapi.create_namespaced_resource_claim("default", {
