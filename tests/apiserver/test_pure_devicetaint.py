@@ -67,9 +67,13 @@ RULE_ROWS: list[tuple[str, Mut, list[tuple[str, str]]]] = [
     ("effect-required", taint_set(effect=None), [("spec.taint.effect", "Required value")]),
     ("effect-prefer-no-schedule", taint_set(effect="PreferNoSchedule"),
      [("spec.taint.effect", f'Unsupported value: "PreferNoSchedule": {EFFECTS}')]),
-    ("key-required", taint_set(key=None), [("spec.taint.key", 'Invalid value: "": name part must be non-empty')]),
+    ("key-required", taint_set(key=None),
+     [("spec.taint.key", 'Invalid value: "": name part must be non-empty'),
+      ("spec.taint.key", 'Invalid value: "": name part must consist of alphanumeric characters, \'-\', \'_\' or \'.\', '
+                         "and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                         "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")]),
     ("key-bad", taint_set(key="a/b/c"),
-     [("spec.taint.key", 'Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, \'-\', '
+     [("spec.taint.key", 'Invalid value: "a/b/c": a valid label key must consist of alphanumeric characters, \'-\', '
                          "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
                          "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
                          "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")]),
@@ -84,7 +88,9 @@ RULE_ROWS: list[tuple[str, Mut, list[tuple[str, str]]]] = [
                                      "alphanumeric character (e.g. 'example.com', regex used for validation is "
                                      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")]),
     ("device-bad", selector_set(device="gpu.0"),
-     [("spec.deviceSelector.device", 'Invalid value: "gpu.0": a lowercase RFC 1123 label must consist of lower case '
+     [("spec.deviceSelector.device", 'Invalid value: "gpu.0": must not contain dots')]),  # a subdomain, no label
+    ("device-not-a-label", selector_set(device="GPU_0"),
+     [("spec.deviceSelector.device", 'Invalid value: "GPU_0": a lowercase RFC 1123 label must consist of lower case '
                                      "alphanumeric characters or '-', and must start and end with an alphanumeric "
                                      "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
                                      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]),
@@ -185,3 +191,6 @@ def test_toleration_operator_defaults_to_equal() -> None:
     out = default_and_validate("ResourceClaim", claim([{"key": KEY, "value": "79"}]), namespace="default")
     assert out["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] == [
         {"key": KEY, "value": "79", "operator": "Equal"}]
+    many = [{"key": f"k{i}", "operator": "Exists"} for i in range(17)]  # no count limit is enforced (as v1.37.2)
+    assert len(default_and_validate("ResourceClaim", claim(many), namespace="default")["spec"]["devices"][
+        "requests"][0]["exactly"]["tolerations"]) == 17

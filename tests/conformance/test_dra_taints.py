@@ -93,3 +93,93 @@ def test_device_taints(report, sides, device_classes, case):
     for side, alloc in runner.last.items():
         got = tuple(alloc.decisions[p["metadata"]["name"]].node is not None for p in case.pods)
         assert got == case.expect, f"{side}: scheduled {got}, the case expects {case.expect}"
+
+
+# -- the API battery: taints, tolerations and DeviceTaintRules judged by both API servers ------------------------
+def api_rule(name: str, selector: dict | None = None, **taint_fields) -> dict:
+    spec: dict = {"taint": {"key": KEY, "value": "79", "effect": "NoExecute", **taint_fields}}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": name}, "spec": spec}
+
+
+def api_slice(name: str, taints: list[dict]) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": DRIVER, "nodeName": "nowhere", "pool": {"name": "nowhere", "generation": 1,
+                                                                        "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0", "taints": taints}]}}
+
+
+def api_claim(name: str, tolerations: list[dict]) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.mockgpu.io", "tolerations": tolerations}}]}}}
+
+
+def _without(d: dict, key: str) -> dict:
+    return {k: v for k, v in d.items() if k != key}
+
+
+TAINT_API_CASES = [
+    ("rule: valid (control)", "rule", api_rule("ok-rule", {"driver": DRIVER, "pool": "p", "device": "gpu-0"})),
+    ("rule: effect PreferNoSchedule", "rule", api_rule("r1", {}, effect="PreferNoSchedule")),
+    ("rule: no effect", "rule", {**api_rule("r2", {}), "spec": {"taint": {"key": KEY}}}),
+    ("rule: no key", "rule", {**api_rule("r3", {}), "spec": {"taint": {"effect": "NoSchedule"}}}),
+    ("rule: key not a label name", "rule", api_rule("r4", {}, key="a/b/c")),
+    ("rule: value not a label value", "rule", api_rule("r5", {}, value="-79-")),
+    ("rule: bad driver, pool and device names", "rule",
+     api_rule("r6", {"driver": "GPU_driver", "pool": "Bad Pool", "device": "gpu.0"})),
+    ("rule: invalid name", "rule", api_rule("Bad_Rule", {})),
+    ("rule status: bad conditions", "rule-status", {"conditions": [
+        {"type": "EvictionInProgress", "status": "Maybe", "reason": "1x"},
+        {"type": "EvictionInProgress", "status": "True", "reason": "R", "lastTransitionTime": "2026-01-01T00:00:00Z",
+         "message": ""}]}),
+    ("rule status: nine conditions", "rule-status", {"conditions": [
+        {"type": f"T{i}", "status": "True", "reason": "R", "lastTransitionTime": "2026-01-01T00:00:00Z",
+         "message": ""} for i in range(9)]}),
+    ("slice: taint effect PreferNoSchedule", "slice", api_slice("s1", [{"key": KEY, "effect": "PreferNoSchedule"}])),
+    ("slice: taint without effect", "slice", api_slice("s2", [{"key": KEY}])),
+    ("slice: 17 taints", "slice", api_slice("s3", [{"key": f"k{i}", "effect": "NoSchedule"} for i in range(17)])),
+    ("claim: toleration Exists with a value", "claim", api_claim("c1", [{"key": KEY, "operator": "Exists",
+                                                                         "value": "79"}])),
+    ("claim: toleration operator In", "claim", api_claim("c2", [{"key": KEY, "operator": "In"}])),
+    ("claim: toleration effect PreferNoSchedule", "claim", api_claim("c3", [{"operator": "Exists",
+                                                                             "effect": "PreferNoSchedule"}])),
+    ("claim: toleration key not a label name", "claim", api_claim("c4", [{"key": "a b", "operator": "Exists"}])),
+    ("claim: 17 tolerations", "claim", api_claim("c5", [{"key": f"k{i}", "operator": "Exists"} for i in range(17)])),
+    ("claim: valid tolerations (control)", "claim", api_claim("c6", [
+        {"key": KEY, "value": "79"}, {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}])),
+]
+
+
+def _send_taint(api, kind: str, body: dict) -> dict:
+    from test_dra import raw
+
+    base = "/apis/resource.k8s.io/v1"
+    if kind == "rule":
+        return raw(api, "POST", f"{base}/devicetaintrules", body)
+    if kind == "slice":
+        return raw(api, "POST", f"{base}/resourceslices", body)
+    if kind == "claim":
+        return raw(api, "POST", f"{base}/namespaces/dra-taints-api/resourceclaims", body)
+    # rule-status: a PUT of the control rule's status (read first for its resourceVersion)
+    rule = client.ResourceV1Api(api).read_device_taint_rule("ok-rule")
+    current = api.sanitize_for_serialization(rule)
+    return raw(api, "PUT", f"{base}/devicetaintrules/ok-rule/status", {**current, "status": body})
+
+
+def test_device_taint_api_battery(report, upstream_cluster, embedded_cluster, device_classes):
+    from test_api import _ns
+
+    results = {}
+    for name, c in (("embedded", embedded_cluster), ("upstream", upstream_cluster)):
+        _ns(c.api_client(), "dra-taints-api")
+        results[name] = [(case, _send_taint(c.api_client(), kind, body)) for case, kind, body in TAINT_API_CASES]
+        client.ResourceV1Api(c.api_client()).delete_device_taint_rule("ok-rule")
+    open_ = []
+    for (case, emb), (_, up) in zip(results["embedded"], results["upstream"], strict=True):
+        print(f"{case}: embedded {emb}; upstream {up}")
+        diffs = [] if emb == up else [("outcome", f"embedded {emb} != upstream {up}")]
+        for kind, detail in report.add("dra-taints", case, diffs):
+            open_.append(f"{case}: {kind}: {detail}")
+    assert not open_, "\n".join(open_)
