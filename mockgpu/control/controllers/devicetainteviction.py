@@ -193,19 +193,20 @@ class DeviceTaintEvictionController:
         self.pending: dict[tuple[str, str, str], Eviction] = {}  # (ns, name, uid) → its eviction
         self.evicted: set[str] = set()  # pod uids done with
         self.evicted_by_rule: dict[str, int] = {}  # rule uid → pods evicted since the controller started
+        self.tainted = False  # whether any rule or slice taint exists (recomputed on their events only)
 
     # ---- routing ---------------------------------------------------------------------------------------------
 
     def route(self, plural: str, typ: str, obj: Obj, old: Obj | None = None) -> None:
+        if plural in ("devicetaintrules", "resourceslices"):
+            self.tainted = self._any_taints()
         if plural == "devicetaintrules":
             if typ != "DELETED" and (old is None or old.get("spec") != obj.get("spec")):
                 self.mgr.enqueue(RULE, "", _meta(obj).get("name", ""))  # at once, before evicting
             self.mgr.enqueue(SYNC_ALL, "", "")
-        elif plural in ("resourceslices", "resourceclaims"):
-            if self._any_taints() or self.pending:
-                self.mgr.enqueue(SYNC_ALL, "", "")
-        elif plural == "pods" and (obj.get("spec") or {}).get("resourceClaims"):
-            if self._any_taints() or self.pending:
+        elif plural == "resourceslices" or plural == "resourceclaims" or (
+                plural == "pods" and (obj.get("spec") or {}).get("resourceClaims")):
+            if self.tainted or self.pending:
                 self.mgr.enqueue(SYNC_ALL, "", "")
 
     def _any_taints(self) -> bool:
