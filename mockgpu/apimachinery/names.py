@@ -56,12 +56,13 @@ def generate_name(prefix: str, rng: random.Random | None = None) -> str:
 
 
 def dns1123_label(value: str) -> list[str]:
-    """Problems with ``value`` as a DNS-1123 label (namespace names, container names); [] if fine."""
+    """Problems with ``value`` as a DNS-1123 label (namespace names, container names); [] if fine. As apimachinery
+    v0.37's ``content.IsDNS1123Label``, a valid subdomain that is no label (it has dots) is "must not contain dots"."""
     errs = []
     if len(value) > DNS1123_LABEL_MAX:
         errs.append(_max_len(DNS1123_LABEL_MAX))
     if not _DNS1123_LABEL_RE.match(value):
-        errs.append(_LABEL_MSG)
+        errs.append("must not contain dots" if _DNS1123_SUBDOMAIN_RE.match(value) else _LABEL_MSG)
     return errs
 
 
@@ -118,7 +119,9 @@ def path_segment_name(name: str, prefix: bool) -> list[str]:
 
 
 def qualified_name(value: str) -> list[str]:
-    """upstream ``IsQualifiedName``: label and annotation keys, ``[prefix/]name``."""
+    """upstream ``IsQualifiedName``: label and annotation keys, ``[prefix/]name``. In apimachinery v0.37 it is an
+    alias of ``content.IsLabelKey``: more than one ``/`` is "a valid label key ...", and an empty name part gets
+    both "must be non-empty" and the format error."""
     parts = value.split("/")
     if len(parts) == 1:
         name = parts[0]
@@ -130,13 +133,13 @@ def qualified_name(value: str) -> list[str]:
         else:
             errs = [f"prefix part {m}" for m in dns1123_subdomain(prefix)]
     else:
-        return ["a qualified name " + _QUALIFIED_MSG[len("name part "):] +
+        return ["a valid label key " + _QUALIFIED_MSG[len("name part "):] +
                 " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append("name part " + _max_len(QUALIFIED_NAME_MAX))
-    if name and not _QUALIFIED_NAME_RE.match(name):
+    if not _QUALIFIED_NAME_RE.match(name):
         errs.append(_QUALIFIED_MSG)
     return errs
 

@@ -253,10 +253,12 @@ SLICE_ROWS: list[tuple[str, Mut, list[tuple[str, str]]]] = [
     ("slice-count", _set(["spec", "pool", "resourceSliceCount"], 0),
      [("spec.pool.resourceSliceCount", "Invalid value: 0: must be greater than zero")]),
     ("pool-name", _set(["spec", "pool", "name"], _DEL), [("spec.pool.name", "Required value")]),
-    ("device-name-label", _set(["spec", "devices", 0, "name"], "gpu.0"),
-     [(f"{D}.name", 'Invalid value: "gpu.0": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+    ("device-name-label", _set(["spec", "devices", 0, "name"], "gpu_0"),
+     [(f"{D}.name", 'Invalid value: "gpu_0": a lowercase RFC 1123 label must consist of lower case alphanumeric '
        "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]),
+    ("device-name-dots", _set(["spec", "devices", 0, "name"], "gpu.0"),
+     [(f"{D}.name", 'Invalid value: "gpu.0": must not contain dots')]),  # IsDNS1123Label of apimachinery v0.37
     ("duplicate-device", lambda o: o["spec"]["devices"].append(copy.deepcopy(o["spec"]["devices"][0])),
      [("spec.devices[1]", 'Duplicate value: "gpu-0"')]),
     ("attribute-two-values", _set(["spec", "devices", 0, "attributes", "index"], {"int": 0, "string": "0"}),

@@ -262,8 +262,10 @@ def test_namespace_defaults_and_label_name_rule():
     out = default_and_validate("Namespace", {"metadata": {"name": "team-a"}}, namespace=None)
     assert out["spec"] == {"finalizers": ["kubernetes"]} and out["status"] == {"phase": "Active"}
     assert out["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-a"}
-    err = error_of("Namespace", {"metadata": {"name": "a.b"}}, namespace=None)
+    err = error_of("Namespace", {"metadata": {"name": "a_b"}}, namespace=None)
     assert "a lowercase RFC 1123 label must consist of" in err.status["message"]
+    err = error_of("Namespace", {"metadata": {"name": "a.b"}}, namespace=None)  # a subdomain: v0.37's own words
+    assert err.status["message"].endswith('metadata.name: Invalid value: "a.b": must not contain dots')
 
 
 def test_binding_configmap_event():

@@ -10,6 +10,12 @@ counts, ``matchAttribute``), no device is allocated twice and no two allocated d
 counter (so MIG placements never overlap and a whole GPU never shares its card). Device names may differ
 where upstream is free to choose; they are compared and a difference is reported as ``devices``.
 
+Device taints (section "dra-taints"): a case may taint devices in the slices (``taints``: device name → taints),
+create DeviceTaintRules before the pods (``rules``) and, once the pods are decided, one more rule
+(``evict_rule``); then, per pod, whether it was evicted (gone, or terminating), its ``DisruptionTarget``
+condition and its ``DeviceTaintManagerEviction`` events, and the rule's ``EvictionInProgress`` condition (status,
+reason, message, observedGeneration) are compared, after both sides reached the case's expectation or 45 s.
+
 Simplified: kube-scheduler does not log when its informer has seen a ResourceSlice; the runner waits until the
 upstream API lists the case's slices and then 1 s (the embedded scheduler's store is checked directly).
 """
@@ -31,6 +37,7 @@ from mockgpu.config.inventory import node_inventory
 from mockgpu.dra.slices import DRIVER, node_slices
 
 Device = dict[str, Any]
+HOLD = "mockgpu.io/conformance-hold"  # keeps an evicted pod (terminating) readable until the case's cleanup
 CLASS_TYPES = {"gpu.mockgpu.io": "gpu", "mig.gpu.mockgpu.io": "mig"}
 
 
@@ -78,6 +85,11 @@ class DraCase:
     expect: tuple[bool, ...] = (True,)  # per pod: scheduled (True) or Pending; both sides must agree with it
     settle: float = 30.0  # how long a pod may stay undecided (a pod the scheduler never tries: Pending)
     section: str = "dra"
+    taints: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # device name -> its slice taints
+    rules: list[dict[str, Any]] = field(default_factory=list)  # DeviceTaintRules made before the pods
+    evict_rule: dict[str, Any] | None = None  # a DeviceTaintRule made once the pods are decided
+    expect_evicted: tuple[bool, ...] = ()  # per pod, after evict_rule
+    rule_reason: str = ""  # evict_rule's final EvictionInProgress reason (Completed, NotStarted, NoEffect)
 
 
 @dataclass
@@ -201,11 +213,16 @@ class DraRunner:
     def __init__(self, emb: EmbeddedSide, up: UpstreamSide) -> None:
         self.emb, self.up = emb, up
         self.last: dict[str, Allocation] = {}  # the last case's outcome per side
+        self.last_eviction: dict[str, dict[str, Any]] = {}  # the last case's eviction outcome per side
 
     def run(self, case: DraCase) -> list[tuple[str, str]]:
         spec = dra_spec(case.pools)
         nodes = [n.name for n in spec.nodes()]
         slices = [s for n in nodes for s in node_slices(node_inventory(spec, n))]
+        for s in slices:
+            for d in s["spec"].get("devices") or []:
+                if d["name"] in case.taints:
+                    d["taints"] = case.taints[d["name"]]
         devices = {(s["spec"]["pool"]["name"], d["name"]): d for s in slices for d in s["spec"].get("devices") or []}
         counter_use = {(s["spec"]["pool"]["name"], d["name"]): [(cc["counterSet"], k) for cc in
                                                                  d.get("consumesCounters") or []
@@ -223,6 +240,11 @@ class DraRunner:
                     _resource(side).create_resource_slice(s)
                 side.wait_seen(nodes, [])
             self._wait_slices([s["metadata"]["name"] for s in slices])
+            if case.rules:
+                for side in sides:
+                    for r in case.rules:
+                        _resource(side).create_device_taint_rule(r)
+                self._wait_rules([r["metadata"]["name"] for r in case.rules])
             for side in sides:
                 for obj in case.objects:
                     if obj["kind"] == "ResourceClaim":
@@ -231,6 +253,8 @@ class DraRunner:
                         _resource(side).create_namespaced_resource_claim_template(NS, obj)
             for pod in case.pods:
                 name = pod["metadata"]["name"]
+                if case.evict_rule is not None:  # an evicted pod stays (terminating) to show its condition
+                    pod = {**pod, "metadata": {**pod["metadata"], "finalizers": [HOLD]}}
                 for side in sides:
                     side.core.create_namespaced_pod(NS, pod)
                 u, e = decide(self.up, name, case.settle), decide(self.emb, name, case.settle)
@@ -242,9 +266,76 @@ class DraRunner:
             for side in sides:
                 self._collect(side, case, out[side.name])
             diffs += self._compare(case, out, devices, counter_use)
+            if case.evict_rule is not None:
+                diffs += self._evict(case, pods)
         finally:
             for side in sides:
                 self._cleanup(side, case, pods, [s["metadata"]["name"] for s in slices], nodes)
+                for r in [*case.rules, *([case.evict_rule] if case.evict_rule else [])]:
+                    try:
+                        _resource(side).delete_device_taint_rule(r["metadata"]["name"])
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+        return diffs
+
+    def _wait_rules(self, names: list[str], timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if set(names) <= set(self.emb.scheduler.dra.taint_rules):
+                time.sleep(1.0)  # kube-scheduler's informer, as for slices
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the embedded scheduler did not see DeviceTaintRules {names}")
+
+    def _eviction(self, side: Side, case: DraCase, pods: list[str]) -> dict[str, Any]:
+        """What a user sees of the eviction on one side: per pod (evicted, DisruptionTarget, eviction events),
+        and the rule's EvictionInProgress condition."""
+        assert case.evict_rule is not None
+        out: dict[str, Any] = {}
+        for name in pods:
+            found = side.get_pod(name)
+            pod = found or {}
+            state = "gone" if found is None else \
+                "terminating" if pod["metadata"].get("deletionTimestamp") else "present"
+            conds = [(c.get("status"), c.get("reason"), c.get("message"))
+                     for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"]
+            events = sorted({(e.type, e.reason, e.message, e.source.component) for e in side.core.list_namespaced_event(
+                NS, field_selector=f"involvedObject.name={name}").items if e.reason == "DeviceTaintManagerEviction"})
+            out[name] = (state, conds, events)
+        rule = _raw(side, _resource(side).read_device_taint_rule(case.evict_rule["metadata"]["name"]))
+        cond = next((c for c in (rule.get("status") or {}).get("conditions") or []
+                     if c.get("type") == "EvictionInProgress"), {})
+        out["rule"] = tuple(cond.get(k) for k in ("status", "reason", "message", "observedGeneration"))
+        return out
+
+    def _evict(self, case: DraCase, pods: list[str], timeout: float = 45.0) -> list[tuple[str, str]]:
+        assert case.evict_rule is not None
+        sides: tuple[Side, Side] = (self.emb, self.up)
+        for side in sides:
+            _resource(side).create_device_taint_rule(case.evict_rule)
+
+        def done(seen: dict[str, Any]) -> bool:
+            evicted = tuple(seen[p][0] != "present" for p in pods)
+            return evicted == case.expect_evicted and seen["rule"][1] == case.rule_reason
+
+        deadline = time.monotonic() + timeout
+        seen: dict[str, dict[str, Any]] = {}
+        while time.monotonic() < deadline:
+            seen = {side.name: self._eviction(side, case, pods) for side in sides}
+            if all(done(v) for v in seen.values()):
+                break
+            time.sleep(0.5)
+        self.last_eviction = seen
+        diffs: list[tuple[str, str]] = []
+        emb, up = seen["embedded"], seen["upstream"]
+        for key in [*pods, "rule"]:
+            if emb[key] != up[key]:
+                diffs.append(("eviction", f"{key}: embedded {emb[key]} != upstream {up[key]}"))
+        for name, v in seen.items():
+            if not done(v):
+                diffs.append((f"expect:{name}", f"pods {tuple(v[p][0] for p in pods)}, rule {v['rule']}; the "
+                                                f"case expects {case.expect_evicted}, {case.rule_reason}"))
         return diffs
 
     def _wait_slices(self, names: list[str], timeout: float = 20.0) -> None:
@@ -305,6 +396,13 @@ class DraRunner:
 
     def _cleanup(self, side: Side, case: DraCase, pods: list[str], slices: list[str], nodes: list[str]) -> None:
         res = _resource(side)
+        if case.evict_rule is not None:
+            for name in pods:
+                try:
+                    side.core.patch_namespaced_pod(name, NS, {"metadata": {"finalizers": None}})
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
         side.delete_pods(pods)
         side.wait_deleted(pods, [])
         for obj in case.objects:

@@ -13,6 +13,7 @@ SECTIONS = {  # id -> title, in report order
     "stories": "Scheduling: the seed story, the workshop spec, the labs' pods, taints and affinity",
     "random": "Scheduling: random clusters and pod sequences (hypothesis, seeded)",
     "dra": "DRA: claims allocated from our driver's ResourceSlices (feasibility, node, constraints, status)",
+    "dra-taints": "DRA: device taints, tolerations and DeviceTaintRules (allocation, eviction, rule status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
