@@ -172,7 +172,8 @@ def test_deletion_with_grace(core: client.CoreV1Api, cluster: EmbeddedCluster, n
 
 def test_gpu_state_configmap(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:
     core.create_namespaced_pod("default", pod("holder", "shared-0", [
-        "mockgpu-workload", "train", "--memory", "3GiB", "--duration", "0", "--utilization", "40"], gpus=1))
+        "mockgpu-workload", "train", "--memory", "3GiB", "--duration", "0", "--utilization", "40",
+        "--profile", "steady"], gpus=1))
     wait_for(lambda: phase(core, "holder") == "Running", what="holder Running")
 
     def state() -> dict | None:
