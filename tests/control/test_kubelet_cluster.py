@@ -199,7 +199,7 @@ def test_gpu_state_configmap(core: client.CoreV1Api, cluster: EmbeddedCluster) -
     assert "# TYPE DCGM_FI_DEV_FB_USED gauge" in metrics
     row = next(ln for ln in metrics.splitlines()
                if ln.startswith("DCGM_FI_DEV_FB_USED{") and f'UUID="{gpu["uuid"]}"' in ln)
-    assert 'pod="holder"' in row and 'Hostname="shared-0"' in row and row.endswith(" 3072")
+    assert 'pod="holder"' in row and 'Hostname="shared-0"' in row and row.endswith(" 3072.0")
     core.delete_namespaced_pod("holder", "default", grace_period_seconds=5)
     wait_for(lambda: gone(core, "holder"), what="holder deleted")
 
