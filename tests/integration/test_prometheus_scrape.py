@@ -26,6 +26,7 @@ from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from mockgpu.backends.embedded import EmbeddedCluster
+from mockgpu.cli import main
 from mockgpu.control.kubelet.exporter import endpoints, write_file_sd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +99,20 @@ def test_every_node_serves_dcgm_metrics_with_the_pods_holding_gpus(seed: tuple[E
 
     assert util("idle") == 0
     wait_for(lambda: (util("trainer") or 0) > 50, what="the trainer past its warm-up")  # training profile, mean 80
+
+
+def test_cli_lists_and_writes_the_targets(seed: tuple[EmbeddedCluster, dict[str, str]], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, _ = seed
+    urls = endpoints(cluster.api_client())
+    kubeconfig = str(cluster.kubeconfig)
+    assert main(["metrics", "targets", "--kubeconfig", kubeconfig, "--name", "seed"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{n} {u}" for n, u in sorted(urls.items())]
+    out = tmp_path / "targets.json"
+    assert main(["metrics", "targets", "--kubeconfig", kubeconfig, "--name", "seed", "--out", str(out)]) == 0
+    groups = json.loads(out.read_text())
+    assert [(g["targets"], g["labels"]["mockgpu_node"], g["labels"]["mockgpu_cluster"]) for g in groups] == \
+        [([u.split("/")[2]], n, "seed") for n, u in sorted(urls.items())]
 
 
 def test_prometheus_scrapes_the_nodes_and_answers_fb_used_by_pod(
