@@ -1,6 +1,8 @@
 """``mockgpu gpu-state-publisher``: publish one node's GPU state where a real kubelet runs (the kind DaemonSet's
-second container), in the same ConfigMap shape as the embedded kubelet, and with ``--metrics-port`` serve it as
-dcgm-exporter's ``/metrics`` (``mockgpu.control.kubelet.exporter``) for an in-cluster Prometheus.
+second container), in the same ConfigMap shape as the embedded kubelet.
+
+With ``--metrics-port`` it also serves the node's GPUs as dcgm-exporter's ``/metrics``
+(``mockgpu.control.kubelet.exporter``), for an in-cluster Prometheus.
 
 Allocations come from the real kubelet's device checkpoint (``--checkpoint``, in the device plugin dir the
 DaemonSet mounts; its checksum is not verified, see ``kubelet/checkpoint.py``) with pod UIDs resolved to
