@@ -67,7 +67,11 @@ def _api_client(kubeconfig: Path) -> Any:
 
 def run_targets(args: argparse.Namespace) -> int:
     name, kubeconfig = _cluster(args)
-    urls = endpoints(_api_client(kubeconfig))
+    try:
+        urls = endpoints(_api_client(kubeconfig))
+    except Exception as exc:  # not running (stopped, or its process gone), or the kubeconfig is wrong
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MockgpuError(f"cannot list the nodes of cluster '{name}' ({kubeconfig}): {first}") from None
     if not urls:
         raise MockgpuError(f"cluster '{name}' has no node serving metrics (no Node has the mockgpu.io/dcgm-exporter "
                            "annotation: on kind, scrape the mockgpu-dcgm-exporter Service from inside the cluster)")

@@ -70,10 +70,10 @@ def series(doc: Mapping[str, Any]) -> Iterator[Series]:
     host = str(doc["node"])
     holders = _holders(doc)
     for g in doc["gpus"]:
-        gpu = {"gpu": str(g["index"]), "UUID": str(g["uuid"]), "pci_bus_id": str(g.get("pciBusId") or ""),
-               "device": f"nvidia{g['index']}", "modelName": str(g["product"])}
-        if not gpu["pci_bus_id"]:
-            del gpu["pci_bus_id"]
+        gpu = {"gpu": str(g["index"]), "UUID": str(g["uuid"])}
+        if g.get("pciBusId"):  # documents published before the field existed have none
+            gpu["pci_bus_id"] = str(g["pciBusId"])
+        gpu.update(device=f"nvidia{g['index']}", modelName=str(g["product"]))
         gpu_xids = list(g.get("xids") or [])
         if g["mig"]:
             for m in g["mig"]:
