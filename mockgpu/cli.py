@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "mockgpu.commands.cluster",
     "mockgpu.commands.doctor",
     "mockgpu.control.kubelet.publish_command",
+    "mockgpu.commands.metrics",
 ]
 
 
