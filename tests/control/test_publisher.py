@@ -112,6 +112,23 @@ def test_publisher_writes_only_on_change(tmp_path: Path) -> None:
     assert len(core.writes) == 2
 
 
+def test_utilization_alone_is_written_at_most_every_utilization_interval(tmp_path: Path) -> None:
+    drv = driver_of(tmp_path, "whole-0")
+    core = FakeCore()
+    pub = GpuStatePublisher(core, "whole-0", drv.dir, utilization_interval=3600)
+    a = cuda_as(drv, "p", drv.inventory.gpus[2].uuid)
+    a.malloc(0, GIB)
+    assert pub.publish_once() is True
+    a.report_utilization(0, 55)
+    assert pub.publish_once() is False  # a training step's utilization: not worth a write yet
+    a.malloc(0, GIB)
+    assert pub.publish_once() is True  # memory changed: written, with the utilization of the moment
+    assert json.loads(core.writes[-1]["data"]["state.json"])["gpus"][2]["utilization"] == 55
+    pub.utilization_interval = 0
+    a.report_utilization(0, 60)
+    assert pub.publish_once() is True
+
+
 def test_oom_log_skips_torn_lines(tmp_path: Path) -> None:
     (tmp_path / "oom.log").write_text('{"device": "GPU-a", "time": 1}\n{"dev\nnot json\n')
     assert read_ooms(tmp_path) == [{"device": "GPU-a", "time": 1}]

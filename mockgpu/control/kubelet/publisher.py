@@ -7,7 +7,10 @@ document, ``data["metrics"]`` the same facts as dcgm-exporter's Prometheus text.
 
 It checks the driver directory every ``interval`` seconds (or sooner after ``poke()``), writes only when the
 document changed (apart from its ``time``) or ``refresh`` seconds passed, and never more often than once per
-``interval``: a ledger that changes continuously costs one write a second, not a busy loop.
+``interval``: a ledger that changes continuously costs one write a second, not a busy loop. A change of utilization
+alone (a training workload's moves step by step) is written at most every ``utilization_interval`` seconds: the
+node's ``/metrics`` exporter serves it live, and the ConfigMap does not turn every training node into a write a
+second.
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ class GpuStatePublisher:
 
     def __init__(self, core: Any, node: str, driver_dir: str | Path, *,
                  inputs: Callable[[], StateInputs] | None = None, interval: float = 1.0, refresh: float = 30.0,
+                 utilization_interval: float = 5.0,
                  namespace: str = NAMESPACE) -> None:
         self.core = core  # kubernetes.client.CoreV1Api
         self.node = node
         self.driver_dir = Path(driver_dir)
         self.inputs = inputs or StateInputs
         self.interval = interval
+        self.utilization_interval = utilization_interval
         self.refresh = refresh
         self.namespace = namespace
         self.published: dict[str, Any] | None = None  # last document written
@@ -80,9 +85,13 @@ class GpuStatePublisher:
         doc = self.build()
         if doc is None:
             return False
-        stale = time.monotonic() - self._last_write >= self.refresh
-        if not force and not stale and self.published is not None and _same(doc, self.published):
-            return False
+        since = time.monotonic() - self._last_write
+        if not force and since < self.refresh and self.published is not None:
+            if _same(doc, self.published):
+                return False
+            if since < self.utilization_interval and _same(_without_utilization(doc),
+                                                           _without_utilization(self.published)):
+                return False
         self._write(doc)
         self.published, self._last_write = doc, time.monotonic()
         self.writes += 1
@@ -150,6 +159,15 @@ class GpuStatePublisher:
                 log.debug("gpu-state publish for %s failed: %s", self.node, exc)
             self._wake.wait(self.interval)
             self._wake.clear()
+
+
+def _without_utilization(doc: Any) -> Any:
+    """The document with every ``utilization`` value left out (GPUs and MIG instances)."""
+    if isinstance(doc, dict):
+        return {k: _without_utilization(v) for k, v in doc.items() if k != "utilization"}
+    if isinstance(doc, list):
+        return [_without_utilization(v) for v in doc]
+    return doc
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
