@@ -23,7 +23,7 @@ class UpstreamBackend:
 
     name = BACKEND
     # the real kube-scheduler's results reach the pods from its log (common/recorder.py, run by the supervisor)
-    traits = Traits(sandboxed=True, results_after_decision=True)
+    traits = Traits(sandboxed=True, results_after_decision=True, kueue=True)
 
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = mockgpu_home(home)
