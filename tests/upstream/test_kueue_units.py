@@ -24,6 +24,7 @@ from mockgpu.backends.upstream.backend import UpstreamBackend
 from mockgpu.backends.upstream.pki import ensure_kueue_pki
 from mockgpu.backends.upstream.state import new_config, token_file
 from mockgpu.config.clusterspec import ClusterSpec
+from mockgpu.widgets.labkit import LabCluster
 
 SERVICE = {"name": "kueue-webhook-service", "namespace": "kueue-system"}
 CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -195,3 +196,19 @@ def test_embedded_says_in_one_line_and_runs_without_kueue(tmp_path, capsys):
         assert c.info().kueue is False
     err = capsys.readouterr().err
     assert err.count(KUEUE_ELSEWHERE) == 1 and "\n" not in KUEUE_ELSEWHERE
+
+
+@pytest.mark.parametrize(("enabled", "backend", "line"), [
+    (False, "upstream", "Kueue is off in {spec} (spec.kueue.enabled: false); skipping the Kueue part"),
+    (True, "embedded", "Kueue runs only where a real API server is, not on the embedded backend; skipping the Kueue "
+                       "part (to run it: MOCKGPU_BACKEND=upstream ./scripts/lab, after ./scripts/upstream-build)"),
+])
+def test_lab_says_in_one_line_why_it_skips_kueue(tmp_path, monkeypatch, enabled, backend, line):
+    spec = tmp_path / "k.yaml"
+    spec.write_text(yaml.safe_dump({"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec",
+                                    "metadata": {"name": "k"}, "spec": {"kueue": {"enabled": enabled}}}))
+    monkeypatch.setenv("MOCKGPU_BACKEND", backend)
+    monkeypatch.delenv("MOCKGPU_KUBECONFIG", raising=False)
+    lab = LabCluster(spec, name="k", home=tmp_path)
+    assert lab.kueue is False  # not started
+    assert lab.kueue_skip_line() == line.format(spec=spec)
