@@ -80,9 +80,11 @@ class UpstreamBackend:
                 continue
             config = state.read_config()
             port = config.get("ports", {}).get("apiserver")
+            running = state.running()
             out.append(ClusterInfo(d.name, self.name, f"https://127.0.0.1:{port}",
                                    Path(config.get("kubeconfig") or state.default_kubeconfig),
-                                   "running" if state.running() else "stopped"))
+                                   "running" if running else "stopped",
+                                   kueue=running and "kueuePorts" in config and state.load_spec().spec.kueue.enabled))
         return out
 
     def status(self, name: str) -> ClusterInfo | None:
