@@ -18,7 +18,7 @@ from mockgpu.backends.kind import KindBackend
 
 from .kind_live import live_cluster
 
-pytestmark = pytest.mark.kind
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1500)]  # the cluster: minutes to create (4 nodes)
 
 NAME = "mockgpu-kueue"
 WAIT = 300.0  # real containers on a loaded 2-core machine
