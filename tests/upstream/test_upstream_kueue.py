@@ -15,6 +15,8 @@ import upstream_env
 from mockgpu.backends.upstream import UpstreamCluster
 
 ROOT = Path(__file__).resolve().parents[2]
+# where Go is present but Kueue not yet built, the fixture builds it first (about 260 s cold here)
+pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
