@@ -27,3 +27,19 @@ def require_upstream() -> Path:
     problem = binaries.missing(binaries.ALL)
     assert problem is None, problem
     return binaries.bin_dir()
+
+
+def require_kueue() -> Path:
+    """The folder of upstream binaries with Kueue's manager and manifests (``scripts/upstream-build kueue``);
+    pytest.skip only when ``go`` is not installed and they are absent."""
+    bins = require_upstream()
+    if binaries.kueue_missing() is None:
+        return bins
+    if shutil.which("go") is None:
+        pytest.skip(f"go is not installed and Kueue is not built: {binaries.kueue_missing()}")
+    done = subprocess.run([str(ROOT / "scripts" / "upstream-build"), "kueue"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/upstream-build kueue failed: {done.stderr[-2000:]}")
+    problem = binaries.kueue_missing()
+    assert problem is None, problem
+    return bins

@@ -59,6 +59,8 @@ class ClusterInfo:
     endpoint: str
     kubeconfig: Path
     state: str  # e.g. "running", "stopped"
+    # Kueue's manager runs next to it and its webhooks answer (spec.kueue.enabled on a backend with ``Traits.kueue``)
+    kueue: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ class Traits:
     # mockgpu's kubelets run the command whatever the image says (None)
     workload_image: tuple[str, str] | None = None
     wait_factor: float = 1.0  # real containers and controllers take seconds, not milliseconds, on a loaded machine
+    # Kueue (spec.kueue) can run here: it needs a real API server (CRDs, admission webhooks), so upstream and kind;
+    # whether it runs in a given cluster is ``ClusterInfo.kueue``
+    kueue: bool = False
 
 
 class Cluster(Protocol):

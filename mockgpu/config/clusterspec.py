@@ -33,6 +33,9 @@ from mockgpu.config.specmodel import (
     GPUTopology as GPUTopology,
 )
 from mockgpu.config.specmodel import (
+    KueueSpec as KueueSpec,
+)
+from mockgpu.config.specmodel import (
     Metadata as Metadata,
 )
 from mockgpu.config.specmodel import (

@@ -122,9 +122,17 @@ class Metadata(_Strict):
         return v
 
 
+class KueueSpec(_Strict):
+    """``spec.kueue``: run Kueue (sigs.k8s.io/kueue, the version pinned in the upstream backend's versions.env) next
+    to the control plane. Only where a real API server is (upstream, kind); the embedded backend says so and goes on."""
+
+    enabled: bool = False
+
+
 class ClusterSpecBody(_Strict):
     nodePools: list[NodePool] = Field(default_factory=list)
     schedulerConfig: str | None = None  # path to a KubeSchedulerConfiguration, relative to the spec
+    kueue: KueueSpec = Field(default_factory=KueueSpec)
 
 
 class NodeSpec(_Strict):

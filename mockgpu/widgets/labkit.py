@@ -178,6 +178,20 @@ class LabCluster:
     def _backend(self) -> Backend:
         return get_backend(self.backend, home=self.home)
 
+    @property
+    def kueue(self) -> bool:
+        """Whether Kueue runs next to this lab's cluster (``spec.kueue`` on the upstream or kind backend, its webhooks
+        answering): a lab runs its Kueue part only then and otherwise prints ``kueue_skip_line()``."""
+        return self.cluster is not None and self.cluster.info().kueue
+
+    def kueue_skip_line(self) -> str:
+        """One line saying why this cluster has no Kueue and how to get it."""
+        how = "MOCKGPU_BACKEND=upstream ./scripts/lab, after ./scripts/upstream-build"
+        if not self.spec.spec.kueue.enabled:
+            return f"Kueue is off in {self.spec_path} (spec.kueue.enabled: false); skipping the Kueue part"
+        return (f"Kueue runs only where a real API server is, not on the {self.backend} backend; skipping the Kueue "
+                f"part (to run it: {how})")
+
     def check_sandbox(self) -> None:
         """On the embedded and upstream backends the lab's pods run here, in the workload sandbox: when it cannot
         be built no pod would ever start and every check would answer "Not quite", so say why (the same line

@@ -13,8 +13,10 @@ import yaml
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.kueue import kind_manifests, kueue_image
 from mockgpu.backends.common.run import Result
 from mockgpu.backends.kind import KindBackend
+from mockgpu.config.clusterspec import KueueSpec
 from mockgpu.errors import MockgpuError
 
 from .conftest import FakeRunner
@@ -337,3 +339,65 @@ def test_up_adds_no_patches_on_cgroup_v2_with_a_complete_node_image(tmp_path, wo
     config = yaml.safe_load((tmp_path / "workshop" / "kind-config.yaml").read_text())
     docs = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
     assert [d["kind"] for d in docs] == ["ClusterConfiguration"]  # only the scheduler's log flags
+
+
+KUEUE_RELEASE = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment",
+     "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
+     "spec": {"template": {"spec": {"containers": [
+         {"name": "manager", "image": "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:main",
+          "imagePullPolicy": "Always"}]}}}},
+]
+
+
+class KueueCluster(Cluster):
+    """The scripted cluster plus the Kueue image: ``docker cp`` out of it leaves the release manifests."""
+
+    def __init__(self, image=True, **kw):
+        super().__init__(**kw)
+        self.image = image
+
+    def __call__(self, args, stdin):
+        cmd = " ".join(args)
+        if cmd == f"docker image inspect {kueue_image()}":
+            return Result(0 if self.image else 1, "", "" if self.image else "No such image\n")
+        if cmd == f"docker create {kueue_image()}":
+            return Result(0, "c0ffee\n", "")
+        if cmd.startswith("docker cp c0ffee:/kueue/manifests.yaml "):
+            Path(args[-1]).write_text(yaml.safe_dump_all(KUEUE_RELEASE))
+            return Result(0, "", "")
+        return super().__call__(args, stdin)
+
+
+def _kueue(spec):
+    return spec.model_copy(update={"spec": spec.spec.model_copy(update={"kueue": KueueSpec(enabled=True)})})
+
+
+def test_up_with_kueue_installs_it_from_the_kueue_image(tmp_path, workshop):
+    backend, runner, out, opts = _up(tmp_path, _kueue(workshop), KueueCluster())
+    info = backend.up(opts)
+    assert info.kueue is True
+    i_gpus = next(i for i, c in enumerate(runner.calls) if "get" in c and "nodes" in c)
+    i_load = next(i for i, c in enumerate(runner.calls) if c[:4] == ["kind", "load", "docker-image", kueue_image()])
+    i_apply = next(i for i, c in enumerate(runner.calls) if "--server-side" in c)
+    i_probe = next(i for i, c in enumerate(runner.calls) if "--dry-run=server" in c)
+    assert i_gpus < i_load < i_apply < i_probe
+    assert runner.called("docker", "rm", "c0ffee")  # the container made only to copy the manifests out
+    applied = list(yaml.safe_load_all(runner.inputs[i_apply]))
+    manager = applied[1]["spec"]["template"]["spec"]["containers"][0]
+    assert (manager["image"], manager["imagePullPolicy"]) == (kueue_image(), "Never")
+    assert "[7/7] install Kueue (mockgpu/kueue:" in out.getvalue()
+
+
+def test_up_with_kueue_but_no_image_says_how_before_creating_anything(tmp_path, workshop):
+    backend, runner, _, opts = _up(tmp_path, _kueue(workshop), KueueCluster(image=False))
+    with pytest.raises(MockgpuError, match=r"spec.kueue needs the image mockgpu/kueue:v\S+: build Kueue with "
+                                           r"`scripts/upstream-build kueue`, then `scripts/kind-images kueue`"):
+        backend.up(opts)
+    assert not runner.called("kind", "create", "cluster") and not runner.called("docker", "build")
+
+
+def test_kind_manifests_refuse_a_release_without_the_manager():
+    with pytest.raises(ValueError, match="no Deployment kueue-controller-manager"):
+        kind_manifests(KUEUE_RELEASE[:1], "img")

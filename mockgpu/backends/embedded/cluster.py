@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ from mockgpu.control.apiserver.server import APIServer
 from mockgpu.control.kubelet.kubelet import KubeletOptions
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
+
+# spec.kueue on this backend: one line, no refusal (the same spec runs everywhere; the labs skip their Kueue part)
+KUEUE_ELSEWHERE = ("spec.kueue: Kueue runs only where a real API server is (--backend upstream or kind: its CRDs and "
+                   "admission webhooks); this embedded cluster runs without it")
 
 BACKEND = "embedded"
 
@@ -137,6 +142,8 @@ class EmbeddedCluster:
         return str(self.config["token"])
 
     def start(self) -> EmbeddedCluster:
+        if self.spec.spec.kueue.enabled:
+            print(KUEUE_ELSEWHERE, file=sys.stderr, flush=True)
         sched_config = None
         if self.in_process and self.scheduler:
             sched_config = load_scheduler_config(self.spec, self.scheduler_config)

@@ -21,6 +21,7 @@ import yaml
 from mockgpu.backends.base import ClusterInfo, Traits, UpOptions, kubeconfig_of, status_of
 from mockgpu.backends.common.dramanifests import dra_nodes
 from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.kueue import MANIFESTS_IN_IMAGE, NAMESPACE, kind_manifests, kueue_image
 from mockgpu.backends.common.manifests import dump_stream
 from mockgpu.backends.common.run import Progress, Result, Runner
 from mockgpu.backends.common.waitgpus import wait_for_gpus
@@ -83,7 +84,7 @@ class KindBackend:
         """Real kubelets run the workloads' image (the loaded mockgpu image, never pulled); the real
         kube-scheduler's results reach the pods from its log (``schedresults``)."""
         return Traits(sandboxed=False, results_after_decision=True, workload_image=(mockgpu_image(), "Never"),
-                      wait_factor=3.0)
+                      wait_factor=3.0, kueue=True)
 
     # -- the Backend protocol -------------------------------------------------------------------
     def is_available(self) -> str | None:
@@ -105,7 +106,8 @@ class KindBackend:
         kind_opts = render_options(opts, state)  # bad options fail before any side effect
         use_fgo = opts.device_plugin == "fake-gpu-operator"
         nodes = max(1, sum(1 for _ in opts.spec.nodes()))  # the first spec node is the control plane
-        progress = Progress(total=6, out=self.out)
+        kueue = opts.spec.spec.kueue.enabled
+        progress = Progress(total=7 if kueue else 6, out=self.out)
         with progress.step("preflight"):
             checks = preflight(self.runner, nodes=nodes, helm=use_fgo, image=kind_opts.node_image)
             for c in checks:
@@ -115,6 +117,8 @@ class KindBackend:
                 raise MockgpuError(problem)
             self._refuse_existing(opts.name)
             self._check_cdi(opts.spec, kind_opts)
+            if kueue:
+                self._check_kueue_image()
         with progress.step("build image" if not use_fgo else "build image (skipped: fake-gpu-operator)"):
             if not use_fgo:
                 self._build_image()
@@ -129,6 +133,9 @@ class KindBackend:
                 self._apply(opts, kubeconfig, state)
             with progress.step("wait for GPUs in node allocatable"):
                 wait_for_gpus(self.runner, self._kubectl(kubeconfig, opts.name), opts.spec, progress)
+            if kueue:
+                with progress.step(f"install Kueue ({kueue_image()})"):
+                    self._install_kueue(opts.name, kubeconfig, state)
         except BaseException:
             if opts.retain:
                 progress.note(f"keeping the half-created cluster '{opts.name}' (--retain); "
@@ -138,7 +145,8 @@ class KindBackend:
                 self.runner.run(["kind", "delete", "cluster", "--name", opts.name])
             raise
         progress.finish(f"kind cluster '{opts.name}' is up")
-        return ClusterInfo(opts.name, self.name, self._endpoint(kubeconfig, opts.name), kubeconfig, "running")
+        return ClusterInfo(opts.name, self.name, self._endpoint(kubeconfig, opts.name), kubeconfig, "running",
+                           kueue=kueue)
 
     def down(self, name: str) -> None:
         """Delete the cluster and its state folder; root-owned driver files are removed from inside the nodes
@@ -219,6 +227,40 @@ class KindBackend:
             self.runner.check(["kind", "load", "image-archive", str(archive), "--name", name], timeout=900)
         finally:
             archive.unlink(missing_ok=True)
+
+    def _check_kueue_image(self) -> None:
+        """spec.kueue needs the image ``scripts/kind-images kueue`` packs from the upstream build (before any side
+        effect: one line saying how to make it)."""
+        if self.runner.run(["docker", "image", "inspect", kueue_image()]).returncode != 0:
+            raise MockgpuError(f"spec.kueue needs the image {kueue_image()}: build Kueue with "
+                               "`scripts/upstream-build kueue`, then `scripts/kind-images kueue`")
+
+    def _install_kueue(self, name: str, kubeconfig: Path, state: Path) -> None:
+        """The release manifests out of the Kueue image, the image into the nodes, the release applied with the
+        manager on that image; done when its Deployment is Available and a server-side dry-run ResourceFlavor passes
+        Kueue's webhooks."""
+        image = kueue_image()
+        created = self.runner.check(["docker", "create", image], timeout=120).stdout.strip()
+        release_file = state / "kueue-release.yaml"
+        try:
+            self.runner.check(["docker", "cp", f"{created}:{MANIFESTS_IN_IMAGE}", str(release_file)], timeout=120)
+        finally:
+            self.runner.run(["docker", "rm", created], timeout=120)
+        release = [d for d in yaml.safe_load_all(release_file.read_text()) if d]
+        self.runner.check(["kind", "load", "docker-image", image, "--name", name], timeout=900)
+        kubectl = self._kubectl(kubeconfig, name)
+        self.runner.check([*kubectl, "apply", "--server-side", "-f", "-"],
+                          input=dump_stream(kind_manifests(release, image)), timeout=300)
+        self.runner.check([*kubectl, "-n", NAMESPACE, "wait", "--for=condition=Available", "--timeout=300s",
+                           "deployment/kueue-controller-manager"], timeout=330)
+        probe = dump_stream([{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                              "metadata": {"name": "mockgpu-webhook-probe"}}])
+        for _ in range(60):
+            res = self.runner.run([*kubectl, "create", "--dry-run=server", "-f", "-"], input=probe, timeout=60)
+            if res.returncode == 0:
+                return
+            self.runner.sleep(2)
+        raise MockgpuError(f"Kueue's webhooks did not answer within 2 minutes: {_last_line(res)}")
 
     def _empty_driver_dirs(self, name: str) -> None:
         """Empty every node's bind-mounted driver folder from inside its kind node, as root.

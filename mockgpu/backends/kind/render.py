@@ -12,6 +12,7 @@ from typing import Any
 
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.common.images import mockgpu_image
+from mockgpu.backends.common.kueue import kueue_image
 from mockgpu.backends.common.manifests import (
     PluginManifestOptions,
     check_gpu_management,
@@ -69,4 +70,7 @@ def render_all(opts: UpOptions, state_dir: Path | None = None) -> str:
         for note in fgo.unsupported_features(opts.spec):
             out += f"# fake-gpu-operator cannot express: {note}\n"
         out += dump_stream([fgo.fgo_values(opts.spec)])
+    if opts.spec.spec.kueue.enabled:  # the release manifests live in the image: up applies them (kueue.py)
+        out += (f"# spec.kueue: up then installs Kueue's release manifests from the image {kueue_image()} "
+                "(scripts/kind-images kueue), the manager on that image\n")
     return out

@@ -23,7 +23,7 @@ class UpstreamBackend:
 
     name = BACKEND
     # the real kube-scheduler's results reach the pods from its log (common/recorder.py, run by the supervisor)
-    traits = Traits(sandboxed=True, results_after_decision=True)
+    traits = Traits(sandboxed=True, results_after_decision=True, kueue=True)
 
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = mockgpu_home(home)
@@ -80,9 +80,11 @@ class UpstreamBackend:
                 continue
             config = state.read_config()
             port = config.get("ports", {}).get("apiserver")
+            running = state.running()
             out.append(ClusterInfo(d.name, self.name, f"https://127.0.0.1:{port}",
                                    Path(config.get("kubeconfig") or state.default_kubeconfig),
-                                   "running" if state.running() else "stopped"))
+                                   "running" if running else "stopped",
+                                   kueue=running and "kueuePorts" in config and state.load_spec().spec.kueue.enabled))
         return out
 
     def status(self, name: str) -> ClusterInfo | None:

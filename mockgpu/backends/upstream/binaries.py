@@ -58,6 +58,25 @@ def missing(names: tuple[str, ...] = CONTROL_PLANE) -> str | None:
     return f"the upstream backend needs {', '.join(absent)} in {d}: {how}"
 
 
+def kueue_manifests() -> Path:
+    """Kueue's release manifests as ``scripts/upstream-build kueue`` renders them, next to the binaries' folder."""
+    return bin_dir().parent / "kueue" / versions()["KUEUE_VERSION"] / "manifests.yaml"
+
+
+def kueue_missing() -> str | None:
+    """None when Kueue's manager and its rendered manifests are built (``scripts/upstream-build kueue``); else one
+    line saying how to build them."""
+    d, manifests = bin_dir(), kueue_manifests()
+    if os.access(d / "kueue-manager", os.X_OK) and manifests.is_file():
+        return None
+    if (checkout_root() / "scripts" / "upstream-build").is_file():
+        how = "run ./scripts/upstream-build kueue" if shutil.which("go") else \
+            "install Go (https://go.dev/doc/install), then run ./scripts/upstream-build kueue"
+    else:
+        how = "build it in a checkout of mockgpu (scripts/upstream-build kueue) and set MOCKGPU_UPSTREAM_BIN"
+    return f"spec.kueue needs Kueue {versions()['KUEUE_VERSION']} (kueue-manager and its manifests) next to {d}: {how}"
+
+
 def binary(name: str) -> Path:
     """The path of one upstream binary (MockgpuError saying how to build it when absent)."""
     problem = missing((name,))

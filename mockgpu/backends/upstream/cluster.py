@@ -184,7 +184,7 @@ class UpstreamCluster:
         return str(self.config["token"])
 
     def start(self) -> UpstreamCluster:
-        problem = binaries.missing()
+        problem = binaries.missing() or (binaries.kueue_missing() if self.spec.spec.kueue.enabled else None)
         if problem:
             raise MockgpuError(problem, exit_code=2)
         self.config, created = prepare(self.state, self.spec, kubeconfig=self._kubeconfig,
@@ -225,7 +225,8 @@ class UpstreamCluster:
 
     def info(self) -> ClusterInfo:
         return ClusterInfo(self.name, BACKEND, self.url if self.config else "", self.kubeconfig,
-                           f"running ({self.how})" if self.how else "stopped")
+                           f"running ({self.how})" if self.how else "stopped",
+                           kueue=bool(self.how) and self.spec.spec.kueue.enabled)
 
     def component_log(self, component: str) -> Path:
         return self.state.layout.log(component)

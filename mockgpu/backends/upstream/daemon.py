@@ -4,7 +4,8 @@ as child processes, and mockgpu's fake kubelets (device plugins over gRPC, the p
 ``python -m mockgpu.backends.upstream.daemon STATE_DIR`` (started detached by ``cluster.spawn``): takes
 ``upstream.lock``, starts the components in order, each once the previous answers, then the kubelets'
 API server (container logs) and one kubelet per spec node, and reports progress in ``controlplane.json``
-(``{"state": "starting"|"ready"|"failed", "step", "error", "timings"}``). Children get
+(``{"state": "starting"|"ready"|"failed", "step", "error", "timings"}``). With ``spec.kueue.enabled`` it then
+starts Kueue's manager (``kueue.py``) and is ready only once the API server's calls to its webhooks answer. Children get
 ``PR_SET_PDEATHSIG``: if the supervisor dies, even by SIGKILL, so do they. On SIGTERM it stops the
 kubelets (containers, device plugins), then the scheduler, the controller manager, the API server and
 etcd, each with SIGTERM and, after 10 s, SIGKILL.
@@ -19,6 +20,7 @@ import http.client
 import json
 import logging
 import os
+import secrets
 import signal
 import ssl
 import subprocess
@@ -35,14 +37,16 @@ from mockgpu.backends.common.controlplane import ControlPlane
 from mockgpu.backends.common.kubeconfig import api_client_for, write_kubeconfig
 from mockgpu.backends.common.recorder import ResultsRecorder
 from mockgpu.backends.common.schedlog import SchedulerLog
-from mockgpu.backends.upstream import components
-from mockgpu.backends.upstream.binaries import binary
+from mockgpu.backends.upstream import components, kueue
+from mockgpu.backends.upstream.binaries import binary, kueue_manifests, kueue_missing
+from mockgpu.backends.upstream.pki import ensure_kueue_pki
 from mockgpu.backends.upstream.state import (
     ENDPOINT_NAME,
     LOCK_NAME,
     PID_NAME,
     PROGRESS_NAME,
     UpstreamState,
+    free_ports,
     token_file,
 )
 from mockgpu.control.kubelet.kubelet import KubeletOptions
@@ -114,6 +118,33 @@ def _get(port: int, path: str, *, ctx: ssl.SSLContext, token: str | None = None)
         conn.close()
 
 
+def _get_plain(port: int, path: str) -> int:
+    """A GET on a loopback plain-HTTP endpoint (Kueue's health probes); 0 when nothing answers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+
+
+def _post(port: int, path: str, body: dict[str, Any], *, ctx: ssl.SSLContext, token: str) -> tuple[int, str]:
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    try:
+        conn.request("POST", path, body=json.dumps(body),
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode(errors="replace")
+    except OSError as exc:
+        return 0, str(exc)
+    finally:
+        conn.close()
+
+
 def wait_until(what: str, ok: Callable[[], bool], component: Component, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -139,12 +170,15 @@ class Supervisor:
         self.recorder: ResultsRecorder | None = None
         self.timings: dict[str, float] = {}
         self._t0 = time.monotonic()
+        self.kueue = state.load_spec().spec.kueue.enabled
 
     # -- files -------------------------------------------------------------------------------------
     def write_files(self) -> None:
         """Token file, component kubeconfigs and the scheduler's configuration (rewritten at every start,
         so a moved checkout or binary never leaves a stale path behind)."""
         ly, cfg = self.layout, self.config
+        if self.kueue:
+            self._prepare_kueue()
         write_private(ly.tokens, token_file(cfg))
         ca = (ly.pki / "ca.crt").read_bytes()
         url = f"https://127.0.0.1:{self.ports.apiserver}"
@@ -158,6 +192,21 @@ class Supervisor:
             doc = yaml.safe_load(Path(cfg["schedulerConfig"]).read_text())
         write_private(ly.scheduler_config, yaml.safe_dump(
             components.scheduler_configuration(doc, ly.kubeconfig("kube-scheduler")), sort_keys=False))
+
+    def _prepare_kueue(self) -> None:
+        """Before kube-apiserver starts (it reads its token file once): the manager's token, its three loopback
+        ports and its webhook certificate, for a cluster created before it had them too."""
+        problem = kueue_missing()
+        if problem:
+            raise MockgpuError(problem, exit_code=2)
+        cfg = self.config
+        if "kueueToken" not in cfg or "kueuePorts" not in cfg:
+            cfg.setdefault("kueueToken", secrets.token_urlsafe(32))
+            if "kueuePorts" not in cfg:
+                p = free_ports(3)
+                cfg["kueuePorts"] = {"webhook": p[0], "health": p[1], "metrics": p[2]}
+            self.state.write_config(cfg)
+        ensure_kueue_pki(self.layout.pki, self.state.name)  # makes only what is missing
 
     # -- progress ----------------------------------------------------------------------------------
     def report(self, phase: str, step: str = "", error: str = "") -> None:
@@ -214,6 +263,65 @@ class Supervisor:
                                 ctx=api_ctx, token=token) == 200, kcm, 60)
         self.mark("default ServiceAccount")
         self._start_kubelets()
+        if self.kueue:
+            self._start_kueue()
+
+    def _kubectl(self, kubeconfig: Path, *args: str, timeout: float = 120) -> str:
+        done = subprocess.run([str(binary("kubectl")), f"--kubeconfig={kubeconfig}", *args], capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise MockgpuError(f"kubectl {args[0]} for Kueue failed: {done.stderr.strip()[-800:]}")
+        return done.stdout
+
+    def _start_kueue(self) -> None:
+        """Kueue's release manifests for a local manager (``kueue.local_manifests``), its manager once the CRDs are
+        Established; ready when a dry-run ResourceFlavor passes the API server's calls of Kueue's mutating and
+        validating webhooks."""
+        ly, cfg = self.layout, self.config
+        ports = kueue.KueuePorts(**cfg["kueuePorts"])
+        home = ly.dir / "kueue"
+        private_dir(home)
+        pki = kueue.WebhookPKI.read(ly.pki)
+        certs = home / "serving-certs"  # in a cluster: the Secret, mounted by the kubelet
+        private_dir(certs)
+        for name, data in pki.mounted().items():
+            write_private(certs / name, data)
+        release = kueue.load_release(kueue_manifests())
+        ca = (ly.pki / "ca.crt").read_bytes()
+        url = f"https://127.0.0.1:{self.ports.apiserver}"
+        for component, key in (("kueue-manager", "kueueToken"), ("kueue-installer", "token")):
+            ly.kubeconfig(component).unlink(missing_ok=True)
+            write_kubeconfig(ly.kubeconfig(component), self.state.name, url, cfg[key], ca)
+        installer = ly.kubeconfig("kueue-installer")
+        docs = kueue.local_manifests(release, ports.webhook, pki)
+        write_private(home / "manifests.yaml", yaml.safe_dump_all(docs, sort_keys=False))
+        # all at once, as a release install: Kueue's certificate rotator wants its webhook configurations there
+        self._kubectl(installer, "apply", "--server-side", "--force-conflicts", "--field-manager=mockgpu-kueue",
+                      "-f", str(home / "manifests.yaml"))
+        crds = [f"crd/{d['metadata']['name']}" for d in docs if d.get("kind") == "CustomResourceDefinition"]
+        self._kubectl(installer, "wait", "--for=condition=Established", "--timeout=60s", *crds)
+        self.mark("Kueue's CRDs, RBAC and webhook configurations")
+        write_private(home / "config.yaml", yaml.safe_dump(kueue.manager_configuration(release, ports, certs),
+                                                           sort_keys=False))
+        manager = self._start("kueue-manager", kueue.manager_argv(home / "config.yaml",
+                                                                  ly.kubeconfig("kueue-manager")))
+        wait_until("Kueue's manager was not ready", lambda: _get_plain(ports.health, "/readyz") == 200, manager, 120)
+        api_ctx = ssl.create_default_context(cafile=str(ly.pki / "ca.crt"))
+        probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                 "metadata": {"name": "mockgpu-webhook-probe"}}
+        last: list[str] = []
+
+        def webhooks_answer() -> bool:
+            code, body = _post(self.ports.apiserver, "/apis/kueue.x-k8s.io/v1beta2/resourceflavors?dryRun=All",
+                               probe, ctx=api_ctx, token=cfg["token"])
+            last[:] = [f"{code} {body[:300]}"]
+            return code in (200, 201)
+
+        try:
+            wait_until("Kueue's webhooks did not answer the API server", webhooks_answer, manager, 60)
+        except MockgpuError as exc:
+            raise MockgpuError(f"{exc}; last answer: {last[0] if last else 'none'}") from None
+        self.mark("Kueue's manager: webhooks answering")
 
     def _start_kubelets(self) -> None:
         ly = self.layout

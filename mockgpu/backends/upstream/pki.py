@@ -9,8 +9,14 @@
 - ``apiserver-kubelet-client.crt``/``.key`` kube-apiserver's client certificate for the kubelets' API
 - ``etcd-server.crt``/``.key``        etcd's serving certificate (it requires client certificates)
 - ``kubelet.crt``/``.key``            the kubelets' serving certificate (logs)
+
+``ensure_kueue_pki(dir)`` (``spec.kueue``) adds Kueue's own CA and webhook certificate, kept apart from the cluster CA
+because Kueue's certificate rotator reads its CA's key from a Secret (``kueue.py``):
+
+- ``kueue-ca.crt``/``.key``           Kueue's webhook CA (its SAN is ``kueue-ca``, the name Kueue's rotator checks)
+- ``kueue-webhook.crt``/``.key``      Kueue's webhook server: 127.0.0.1 and its Service's name
 - ``sa.key``/``sa.pub``               the service-account token signing key pair (RSA, as kubeadm)
-Private keys are mode 0600. ECDSA P-256 everywhere except the service-account key.
+Private keys are mode 0600. ECDSA P-256 everywhere except the service-account key and Kueue's CA (RSA).
 """
 
 from __future__ import annotations
@@ -54,12 +60,19 @@ LEAVES = (
     Leaf("etcd-server", "mockgpu-etcd", None, True, True, ("localhost",), (LOOPBACK,)),
     Leaf("kubelet", "mockgpu-kubelet", None, True, False, ("localhost",), (LOOPBACK,)),
 )
+# Kueue's webhook certificate: the Service name Kueue's rotator verifies (``<service>.<namespace>.svc``) and the
+# loopback address the API server calls here
+KUEUE_CA_NAME = "kueue-ca"
+KUEUE_WEBHOOK = Leaf("kueue-webhook", "kueue-webhook-service.kueue-system.svc", None, True, False,
+                     ("kueue-webhook-service.kueue-system.svc",), (LOOPBACK,))
 
 
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+CAKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def _write_key(path: Path, key: CAKey, fmt: serialization.PrivateFormat = serialization.PrivateFormat.PKCS8) -> None:
     with os.fdopen(open_private(path), "wb") as fh:
-        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                   serialization.NoEncryption()))
+        fh.write(key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption()))
 
 
 def _name(cn: str, org: str | None) -> x509.Name:
@@ -73,28 +86,35 @@ def _usage(*, ca: bool) -> x509.KeyUsage:
                          encipher_only=False, decipher_only=False)
 
 
-def _ca(dir: Path, cluster: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    crt, key = dir / "ca.crt", dir / "ca.key"
+def _ca(dir: Path, cluster: str, stem: str = "ca", common_name: str = "", dns: tuple[str, ...] = (),
+        pkcs1_rsa: bool = False) -> tuple[x509.Certificate, CAKey]:
+    """The cluster CA (ECDSA), or with ``pkcs1_rsa`` an RSA CA whose key is PEM ``RSA PRIVATE KEY`` (PKCS #1), the
+    only CA key cert-controller's rotator parses (``x509.ParsePKCS1PrivateKey``)."""
+    crt, key = dir / f"{stem}.crt", dir / f"{stem}.key"
     if crt.exists() and key.exists():
-        pkey = serialization.load_pem_private_key(key.read_bytes(), password=None)
-        assert isinstance(pkey, ec.EllipticCurvePrivateKey)
-        return x509.load_pem_x509_certificate(crt.read_bytes()), pkey
-    pkey = ec.generate_private_key(ec.SECP256R1())
-    name = _name(f"mockgpu-{cluster}-ca", "mockgpu")
+        loaded = serialization.load_pem_private_key(key.read_bytes(), password=None)
+        assert isinstance(loaded, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey))
+        return x509.load_pem_x509_certificate(crt.read_bytes()), loaded
+    pkey: CAKey = rsa.generate_private_key(public_exponent=65537, key_size=2048) if pkcs1_rsa else \
+        ec.generate_private_key(ec.SECP256R1())
+    name = _name(common_name or f"mockgpu-{cluster}-ca", "mockgpu")
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(pkey.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + VALID)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(_usage(ca=True), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(pkey.public_key()), critical=False)
-            .sign(pkey, hashes.SHA256()))
-    _write_key(key, pkey)
+    b = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(pkey.public_key())
+         .serial_number(x509.random_serial_number())
+         .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + VALID)
+         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+         .add_extension(_usage(ca=True), critical=True)
+         .add_extension(x509.SubjectKeyIdentifier.from_public_key(pkey.public_key()), critical=False))
+    if dns:
+        b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName(d) for d in dns]), critical=False)
+    cert = b.sign(pkey, hashes.SHA256())
+    _write_key(key, pkey, serialization.PrivateFormat.TraditionalOpenSSL if pkcs1_rsa else
+               serialization.PrivateFormat.PKCS8)
     write_private(crt, cert.public_bytes(serialization.Encoding.PEM))
     return cert, pkey
 
 
-def _leaf(dir: Path, leaf: Leaf, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey) -> None:
+def _leaf(dir: Path, leaf: Leaf, ca: x509.Certificate, ca_key: CAKey) -> None:
     crt, key = dir / f"{leaf.name}.crt", dir / f"{leaf.name}.key"
     if crt.exists() and key.exists():
         return
@@ -134,4 +154,12 @@ def ensure_pki(dir: Path, cluster: str) -> Path:
     for leaf in LEAVES:
         _leaf(dir, leaf, ca, ca_key)
     _service_account_keys(dir)
+    return dir
+
+
+def ensure_kueue_pki(dir: Path, cluster: str) -> Path:
+    """Kueue's CA and webhook certificate (those missing); returns ``dir``."""
+    private_dir(dir)
+    ca, ca_key = _ca(dir, cluster, "kueue-ca", f"mockgpu-{cluster}-{KUEUE_CA_NAME}", (KUEUE_CA_NAME,), pkcs1_rsa=True)
+    _leaf(dir, KUEUE_WEBHOOK, ca, ca_key)
     return dir

@@ -3,7 +3,9 @@
 
 - ``pki/``                       certificates and keys (``pki.py``); ``pki/ca.crt`` is what clients trust
 - ``tokens.csv``                 kube-apiserver's static tokens: the user's (``system:masters``), the
-                                 scheduler's, the controller manager's and the kubelets'
+                                 scheduler's, the controller manager's, the kubelets' and Kueue's manager's
+- ``kueue/``                     with ``spec.kueue.enabled``: the manager's Configuration, its webhook
+                                 certificate (``tls.crt``/``tls.key``) and the manifests applied (``kueue.py``)
 - ``<component>.kubeconfig``     one per component, mode 0600
 - ``kube-scheduler.yaml``        the KubeSchedulerConfiguration the real scheduler runs with
 - ``etcd/``                      etcd's data (a stopped cluster resumes from it)
@@ -21,6 +23,7 @@ from typing import Any
 
 from mockgpu.backends.common.state import ClusterState
 from mockgpu.backends.upstream.components import Layout, Ports
+from mockgpu.backends.upstream.kueue import MANAGER_GROUPS, MANAGER_USER
 from mockgpu.control.apiserver.server import lock_held
 
 BACKEND = "upstream"
@@ -32,6 +35,8 @@ TOKEN_USERS = {  # token key in cluster.json -> (user, groups)
     "token": ("mockgpu-admin", "system:masters"),
     "schedulerToken": ("system:kube-scheduler", ""),
     "controllerManagerToken": ("system:kube-controller-manager", ""),
+    # Kueue's manager (spec.kueue): named as the release's ServiceAccount, so the release's RBAC applies as is
+    "kueueToken": (MANAGER_USER, MANAGER_GROUPS),
 }
 
 
@@ -98,5 +103,7 @@ def token_file(config: dict[str, Any]) -> str:
     """kube-apiserver's ``--token-auth-file`` CSV: token,user,uid,"groups"."""
     rows = []
     for key, (user, groups) in TOKEN_USERS.items():
+        if key not in config:  # a cluster created before that user was added (kueueToken): it gets one at start
+            continue
         rows.append(f'{config[key]},{user},{user},"{groups}"' if groups else f"{config[key]},{user},{user}")
     return "\n".join(rows) + "\n"
