@@ -42,6 +42,7 @@ from mockgpu.control.controllers.job import JobController
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
 from mockgpu.control.controllers.replicaset import ReplicaSetController
 from mockgpu.control.controllers.resourceclaim import ResourceClaimController
+from mockgpu.control.controllers.resourcequota import ResourceQuotaController
 from mockgpu.control.controllers.statefulset import StatefulSetController
 from mockgpu.control.scheduler.informer import Informer
 
@@ -63,12 +64,13 @@ class ControllerManager:
         self.cronjobs = CronJobController(self, clock or SystemClock())
         self.statefulsets = StatefulSetController(self)
         self.resourceclaims = ResourceClaimController(self)
+        self.resourcequotas = ResourceQuotaController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
             "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
             "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
-            "ResourceClaim": self.resourceclaims.sync_claim}
+            "ResourceClaim": self.resourceclaims.sync_claim, "ResourceQuota": self.resourcequotas.sync}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -117,6 +119,10 @@ class ControllerManager:
     def _route(self, plural: str, typ: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
+        if plural in ("pods", "resourcequotas"):
+            self.resourcequotas.route(plural, typ, obj)
+            if plural == "resourcequotas":
+                return
         if plural in ("pods", "resourceclaims", "resourceclaimtemplates"):
             self.resourceclaims.route(plural, typ, obj)
             if plural == "resourceclaimtemplates":

@@ -114,6 +114,7 @@ class Kind:
     validate: Callable[[Obj, Obj | None], list[FieldError]] | None = None  # (obj, old), after ObjectMeta's
     validate_status: Callable[[Obj, Obj], list[FieldError]] | None = None  # /status updates, when they differ
     admission: Callable[[Obj, dict[str, str]], list[FieldError]] | None = None  # create: the namespace's labels
+    limit_ranged: bool = False  # the LimitRanger admission plugin defaults and checks it (pods)
     quantities: Callable[[Obj], list[dict[str, Any]]] | None = None  # maps whose values are stored canonical
     micro_times: tuple[tuple[str, ...], ...] = ()  # paths of metav1.MicroTime fields (re-encoded in UTC)
     review: Callable[[Any], Obj] | None = None  # answered on create, never stored (the self-reviews)
