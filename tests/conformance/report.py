@@ -15,6 +15,7 @@ SECTIONS = {  # id -> title, in report order
     "dra": "DRA: claims allocated from our driver's ResourceSlices (feasibility, node, constraints, status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
+    "quota": "API: GPU quotas (ResourceQuota, LimitRange, the quota controller)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
 }

@@ -161,9 +161,9 @@ def validate_status(obj: Obj, old: Obj) -> list[FieldError]:
 
 
 def prepare(obj: Obj, old: Obj | None, subresource: str) -> Obj:
-    """A created quota has no status (the quota controller fills it); an update keeps the other half."""
+    """A created quota has an empty status (the quota controller fills it); an update keeps the other half."""
     if old is None:
-        obj.pop("status", None)
+        obj["status"] = {}
     elif subresource == "status":
         obj["spec"] = copy.deepcopy(old.get("spec") or {})
     return obj
