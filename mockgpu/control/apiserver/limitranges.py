@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from mockgpu.apimachinery.names import is_extended_resource_name, is_native_resource_name
+from mockgpu.apimachinery.names import is_extended_resource_name, is_native_resource_name, qualified_name
 from mockgpu.apimachinery.quantity import QuantityError, canonical, parse_quantity
-from mockgpu.control.apiserver import names
+from mockgpu.apimachinery.status import FieldError, field_duplicate, field_forbidden, field_invalid, field_required
 from mockgpu.control.apiserver.resourcequotas import validate_resource_name
-from mockgpu.control.apiserver.status import FieldError, field_duplicate, field_forbidden, field_invalid, field_required
 from mockgpu.control.quota.resources import Quantity, add, parse_list
 
 Obj = dict[str, Any]
@@ -72,7 +71,7 @@ def _container_resource_name(value: str, path: str) -> list[FieldError]:
 
 
 def _type_name(value: str, path: str) -> list[FieldError]:
-    errs = [field_invalid(path, value, m) for m in names.qualified_name(value)]
+    errs = [field_invalid(path, value, m) for m in qualified_name(value)]
     if not errs and "/" not in value and value not in _TYPES:
         errs.append(field_invalid(path, value, "must be a standard limit type or fully qualified"))
     return errs
@@ -199,10 +198,10 @@ def admit(pod: Obj, limit_ranges: Iterable[Obj]) -> None:
         for c in containers:
             res = c.get("resources")
             if isinstance(res, dict) and isinstance(res.get("limits"), dict) and res["limits"]:
-                requests = res.setdefault("requests", {})
-                if isinstance(requests, dict):
+                stated = res.setdefault("requests", {})
+                if isinstance(stated, dict):
                     for k, v in res["limits"].items():
-                        requests.setdefault(k, v)
+                        stated.setdefault(k, v)
     for lr in limit_ranges:
         requests: dict[str, Any] = {}
         limits: dict[str, Any] = {}

@@ -19,8 +19,8 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
+from mockgpu.apimachinery.status import StatusError, forbidden
 from mockgpu.control.apiserver import limitranges
-from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.registry.kind import Kind
 from mockgpu.control.apiserver.store import Obj, Store
 from mockgpu.control.quota import evaluators
@@ -45,9 +45,9 @@ def _name(obj: Obj) -> str:
     return str(meta.get("name") or meta.get("generateName") or "Unknown")
 
 
-def _forbidden(info: Kind, obj: Obj, reason: str) -> st.StatusError:
+def _forbidden(info: Kind, obj: Obj, reason: str) -> StatusError:
     """``admission.NewForbidden``: ``<resource> "<name>" is forbidden: <reason>``."""
-    return st.forbidden(info.plural, _name(obj), reason, group=info.group)
+    return forbidden(info.plural, _name(obj), reason, group=info.group)
 
 
 def mutate(info: Kind, ns: str, obj: Obj, store: Store) -> None:
@@ -103,9 +103,9 @@ def check_request(info: Kind, obj: Obj, old: Obj | None, quotas: list[Obj],
     deltas = {k: d for k, d in ((k, remove_zeros(d)) for k, d in deltas.items()) if d}
     charges: list[tuple[Obj, Obj]] = []
     for quota in interesting:
-        delta = deltas.get(id(quota))
-        if delta is None:
+        if id(quota) not in deltas:
             continue
+        delta = deltas[id(quota)]
         status = quota.get("status") or {}
         hard, used = parse_list(status.get("hard")), parse_list(status.get("used"))
         requested = mask(delta, hard)

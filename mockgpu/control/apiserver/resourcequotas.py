@@ -10,11 +10,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from mockgpu.apimachinery.names import is_extended_resource_name
+from mockgpu.apimachinery.names import is_extended_resource_name, qualified_name
 from mockgpu.apimachinery.quantity import QuantityError, canonical, milli_value, parse_quantity
-from mockgpu.control.apiserver import names
+from mockgpu.apimachinery.status import FieldError, field_invalid, field_required
 from mockgpu.control.apiserver.printers import AGE, NAME, Printer, since
-from mockgpu.control.apiserver.status import FieldError, field_invalid, field_required
 from mockgpu.control.quota.resources import (
     INTEGER_RESOURCES,
     SCOPES,
@@ -39,7 +38,7 @@ class GoJSON:
 
 def validate_resource_name(value: str, path: str) -> list[FieldError]:
     """``validateResourceName``: a qualified name; without a domain, a standard resource."""
-    errs = [field_invalid(path, value, m) for m in names.qualified_name(value)]
+    errs = [field_invalid(path, value, m) for m in qualified_name(value)]
     if errs:
         return errs
     if "/" not in value and not is_standard_resource_name(value):
@@ -197,7 +196,8 @@ def row(obj: Obj, now: datetime) -> dict[str, Any]:
     those named ``limits.*`` in the Limit column."""
     status = obj.get("status") or {}
     hard, used = status.get("hard") or {}, status.get("used") or {}
-    request, limit = [], []
+    request: list[str] = []
+    limit: list[str] = []
     for name in sorted(hard):
         (limit if name.split(".")[0] == "limits" and "." in name else request).append(
             f"{name}: {_q(used.get(name, '0'))}/{_q(hard[name])}")
