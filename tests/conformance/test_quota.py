@@ -122,6 +122,10 @@ def battery(api: Any, kubectl: Any) -> list[tuple[str, dict[str, Any]]]:
     case("a LimitRange with min above max (422)", lambda: core.create_namespaced_limit_range(b, {
         "metadata": {"name": "bad"}, "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"},
                                                           "max": {"cpu": "1"}}]}}))
+    case("kubectl create quota (a protobuf body) with a scope", lambda: kubectl([
+        "create", "quota", "cli", "--hard=requests.nvidia.com/gpu=8,count/pods=9", "--scopes=NotBestEffort", "-n", a]))
+    case("its status counts the pods in its scope", lambda: _status(core, a, "cli", _synced))
+    case("kubectl get quota with two quotas", lambda: kubectl(["get", "quota", "-n", a]))
     return out
 
 
