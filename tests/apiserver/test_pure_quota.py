@@ -115,3 +115,32 @@ def test_limit_ranger_defaults_then_checks():
 ])
 def test_quota_validation(spec, errors):
     assert [str(e) for e in resourcequotas.validate({"spec": spec}, None)] == errors
+
+
+@pytest.mark.parametrize("selector,priority_class,matches", [
+    ({"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}, "high", True),
+    ({"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}, "low", False),
+    ({"scopeName": "PriorityClass", "operator": "NotIn", "values": ["high"]}, "", True),
+    ({"scopeName": "PriorityClass", "operator": "Exists"}, "", False),
+])
+def test_priority_class_scope(selector, priority_class, matches):
+    p = pod()
+    if priority_class:
+        p["spec"]["priorityClassName"] = priority_class
+    assert evaluators.pod_matches_scope(selector, p) is matches
+
+
+def test_an_update_is_charged_only_when_it_makes_a_pod_terminating():
+    """``podEvaluator.Handles``: a pod update counts only when ``activeDeadlineSeconds`` moves it between the
+    Terminating and NotTerminating scopes; a Terminating quota then charges it."""
+    terminating = quota({"pods": "0"}, scopes=["Terminating"])
+    old = pod()
+    old["metadata"]["resourceVersion"] = "7"
+    relabelled = pod()
+    assert quotaadmission.check_request(POD, relabelled, old, [terminating], NOW) == []
+    deadline = pod()
+    deadline["spec"]["activeDeadlineSeconds"] = 60
+    with pytest.raises(StatusError) as exc:
+        quotaadmission.check_request(POD, deadline, old, [terminating], NOW)
+    assert exc.value.status["message"] == ('pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: '
+                                           "pods=0, limited: pods=0")
