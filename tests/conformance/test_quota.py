@@ -89,10 +89,10 @@ def battery(api: Any, kubectl: Any) -> list[tuple[str, dict[str, Any]]]:
     case("delete the pod", lambda: core.delete_namespaced_pod("train-1", a), lambda p: None)
     case("status.used after it is gone", lambda: _status(
         core, a, "team-a", lambda s: (s.used or {}).get("requests.nvidia.com/gpu") == "0"))
+    # After a deletion, kube-controller-manager's recount reads its informer caches, which may not hold a pod
+    # admitted a moment ago: it can write a status.used without that pod (seen here under load: pods 1 of 2),
+    # until its 5-minute resync. So team A's status is not compared again after the creates below.
     case("now the GPU fits", lambda: core.create_namespaced_pod(a, _gpu_pod("train-2", 1)), lambda p: None)
-    case("a pod without GPUs counts against pods only", lambda: core.create_namespaced_pod(a, _pod("cpu-only")),
-         lambda p: None)
-    case("status.used with both", lambda: _status(core, a, "team-a", lambda s: (s.used or {}).get("pods") == "2"))
     # validation
     case("a quota on a bare name (422)", lambda: core.create_namespaced_resource_quota(
         a, {"metadata": {"name": "bad1"}, "spec": {"hard": {"gpu": "1"}}}))
@@ -123,9 +123,12 @@ def battery(api: Any, kubectl: Any) -> list[tuple[str, dict[str, Any]]]:
         "metadata": {"name": "bad"}, "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"},
                                                           "max": {"cpu": "1"}}]}}))
     case("kubectl create quota (a protobuf body) with a scope", lambda: kubectl([
-        "create", "quota", "cli", "--hard=requests.nvidia.com/gpu=8,count/pods=9", "--scopes=NotBestEffort", "-n", a]))
-    case("its status counts the pods in its scope", lambda: _status(core, a, "cli", _synced))
-    case("kubectl get quota with two quotas", lambda: kubectl(["get", "quota", "-n", a]))
+        "create", "quota", "cli", "--hard=requests.nvidia.com/gpu=8,count/pods=9", "--scopes=NotBestEffort", "-n", b]))
+    case("its status counts the pods in its scope", lambda: _status(core, b, "cli", _synced))
+    case("kubectl get quota with two quotas", lambda: kubectl(["get", "quota", "-n", b]))
+    # kubectl prints a LimitRange item's resources in Go's map order (describeLimitRangeSpec): compare the lines
+    case("kubectl describe namespace (quotas and LimitRanges)",
+         lambda: sorted(kubectl(["describe", "namespace", b]).splitlines()))
     return out
 
 
