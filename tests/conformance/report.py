@@ -16,6 +16,7 @@ SECTIONS = {  # id -> title, in report order
     "dra-taints": "DRA: device taints, tolerations and DeviceTaintRules (allocation, eviction, rule status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
+    "quota": "API: GPU quotas (ResourceQuota, LimitRange, the quota controller)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
 }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.apimachinery.timefmt import rfc3339
-from mockgpu.control.apiserver import registry
+from mockgpu.control.apiserver import quotaadmission, registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.registry.core import POD
@@ -94,16 +94,19 @@ class ResourceAPI:
         if info.admission is not None:  # the kind's strategy reads the namespace
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
-                                   namespace_labels=labels, store=self.store)
+                                   namespace_labels=labels, store=self.store,
+                                   admit=lambda o: quotaadmission.mutate(info, ns, o, self.store))
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
             raise st.already_exists(info.plural, name, info.group)
         meta["uid"] = uid
         meta["creationTimestamp"] = now_rfc3339()
+        charges = quotaadmission.validate(info, ns, obj, None, self.store)  # validating admission, last
         if dry_run:
             meta.pop("resourceVersion", None)  # upstream: a dry-run create has no version
             return obj
+        quotaadmission.charge(self.store, charges)  # in the same step as the create: no await in between
         obj = self.store.create(info.plural, _ordered(obj))
         if info.lifecycle is not None and info.lifecycle.created is not None:
             info.lifecycle.created(self, name)
@@ -170,8 +173,10 @@ class ResourceAPI:
                                    subresource=sub or "", store=self.store)
         if new == old:  # a no-op update does not bump the resourceVersion, as upstream
             return old
+        charges = quotaadmission.validate(info, meta.get("namespace") or "", new, old, self.store) if not sub else []
         if dry_run:
             return new
+        quotaadmission.charge(self.store, charges)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and _grace_done(new, info):
             return self.store.delete(info.plural, old)
         return self.store.update(info.plural, _ordered(new), old)

@@ -1,15 +1,14 @@
 """Decoding of Kubernetes' protobuf request bodies for the kinds kubectl sends that way.
 
 kubectl's typed commands (``kubectl create configmap|namespace|serviceaccount``) send
-``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` and a ``runtime.Unknown`` envelope whose
-``raw`` field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the
-fields of ConfigMap, Namespace, ServiceAccount, the self-reviews (authorization/v1, authentication/v1), the
-Deployments, ReplicaSets, Jobs and CronJobs of ``kubectl create deployment|job|cronjob``
+``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` and a ``runtime.Unknown`` envelope whose ``raw``
+field is the object in the field numbering of ``k8s.io/api/core/v1/generated.proto``. Only the fields of ConfigMap,
+Namespace, ServiceAccount, ResourceQuota (``kubectl create quota``), the self-reviews (authorization/v1,
+authentication/v1), the Deployments, ReplicaSets, Jobs and CronJobs of ``kubectl create deployment|job|cronjob``
 (``k8s.io/api/{apps,batch}/v1``, their pod template's common PodSpec and Container fields), the Services of
-``kubectl create service`` and ``kubectl expose``, the RBAC objects of ``kubectl create role|rolebinding|...``,
-and ObjectMeta that
-a client sets on create are decoded; other kinds are 415 (responses are always JSON, which every client also
-accepts).
+``kubectl create service`` and ``kubectl expose``, the RBAC objects of ``kubectl create role|rolebinding|...``, and
+ObjectMeta that a client sets on create are decoded; other kinds are 415 (responses are always JSON, which every
+client also accepts).
 """
 
 from __future__ import annotations
@@ -36,6 +35,11 @@ CONFIG_MAP: Message = {1: ("metadata", _META), 2: ("data", "map"), 3: ("binaryDa
 NAMESPACE: Message = {1: ("metadata", _META), 2: ("spec", {1: ("finalizers", "strs")})}
 SERVICE_ACCOUNT: Message = {1: ("metadata", _META), 3: ("imagePullSecrets", [{1: ("name", "str")}]),
                             4: ("automountServiceAccountToken", "bool")}
+# kubectl create quota: ResourceQuotaSpec (status is the controller's)
+RESOURCE_QUOTA: Message = {1: ("metadata", _META), 2: ("spec", {
+    1: ("hard", "qmap"), 2: ("scopes", "strs"),
+    3: ("scopeSelector", {1: ("matchExpressions", [{1: ("scopeName", "str"), 2: ("operator", "str"),
+                                                    3: ("values", "strs")}])})})}
 # k8s.io/api/authorization/v1 (kubectl auth can-i); field/label selector attributes are not decoded
 SELF_SUBJECT_ACCESS_REVIEW: Message = {1: ("metadata", _META), 2: ("spec", {
     1: ("resourceAttributes", {1: ("namespace", "str"), 2: ("verb", "str"), 3: ("group", "str"),

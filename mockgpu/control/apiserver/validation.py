@@ -11,6 +11,7 @@ including the "Schedule GPUs" rules for extended resources. Validation of sub-tr
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from mockgpu.apimachinery.quantity import QuantityError, canonical, parse_quantity
@@ -26,11 +27,13 @@ from mockgpu.control.apiserver.status import (
 
 def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | None, old: dict[str, Any] | None = None,
                          strict: bool = False, subresource: str = "",
-                         namespace_labels: dict[str, str] | None = None, store: Any = None) -> dict[str, Any]:
+                         namespace_labels: dict[str, str] | None = None, store: Any = None,
+                         admit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422).
     ``namespace_labels``: the namespace's labels, for checks upstream's strategies make against the namespace
     (DRA admin access); None skips them. ``store``: the stored objects, for a kind whose storage allocates
-    (``Kind.allocate``); None skips the allocation (a pure check)."""
+    (``Kind.allocate``); None skips the allocation (a pure check). ``admit``: mutating admission (LimitRanger),
+    which upstream runs after decoding and before the strategy's ``PrepareForCreate`` and validation."""
     info = registry.by_kind(kind)
     if info is None:
         raise bad_request(f"no kind \"{kind}\" is registered for version \"v1\" in scheme \"mockgpu\"")
@@ -52,6 +55,9 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     else:
         meta.pop("namespace", None)
     _normalize_quantities(info, obj)
+    if admit is not None:
+        admit(obj)
+        _normalize_quantities(info, obj)
     if info.prepare is not None:
         obj = info.prepare(obj, old, subresource)
     microtime.normalize(info.micro_times, obj)

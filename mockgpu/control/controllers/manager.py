@@ -44,6 +44,7 @@ from mockgpu.control.controllers.job import JobController
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
 from mockgpu.control.controllers.replicaset import ReplicaSetController
 from mockgpu.control.controllers.resourceclaim import ResourceClaimController
+from mockgpu.control.controllers.resourcequota import ResourceQuotaController
 from mockgpu.control.controllers.statefulset import StatefulSetController
 from mockgpu.control.scheduler.informer import Informer
 
@@ -66,13 +67,14 @@ class ControllerManager:
         self.statefulsets = StatefulSetController(self)
         self.resourceclaims = ResourceClaimController(self)
         self.devicetaints = DeviceTaintEvictionController(self)
+        self.resourcequotas = ResourceQuotaController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
             "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
             "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
             "ResourceClaim": self.resourceclaims.sync_claim, SYNC_ALL: self.devicetaints.sync,
-            RULE: self.devicetaints.sync_rule}
+            RULE: self.devicetaints.sync_rule, "ResourceQuota": self.resourcequotas.sync}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -122,6 +124,10 @@ class ControllerManager:
     def _route(self, plural: str, typ: str, obj: Obj, old: Obj | None = None) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
+        if plural in ("pods", "resourcequotas"):
+            self.resourcequotas.route(plural, typ, obj)
+            if plural == "resourcequotas":
+                return
         if plural in ("pods", "resourceclaims", "resourceslices", "devicetaintrules"):
             self.devicetaints.route(plural, typ, obj, old)
             if plural in ("resourceslices", "devicetaintrules"):

@@ -12,6 +12,7 @@ from typing import Any
 
 from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
 from mockgpu.control.apiserver.podupdate import validate_pod_update
+from mockgpu.control.apiserver.registry import corequota
 from mockgpu.control.apiserver.registry.kind import (
     ALL,
     CLUSTER_FIELDS,
@@ -30,7 +31,7 @@ from mockgpu.control.apiserver.status import FieldError
 GROUP_VERSION = "v1"
 #: other kinds kube-apiserver's scheme knows in core/v1: a body of one decodes, then fails conversion
 SCHEME_KINDS = frozenset({"Secret", "Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
-                          "LimitRange", "ResourceQuota", "PodTemplate", "ComponentStatus"})
+                          "PodTemplate", "ComponentStatus"})
 
 
 def container_quantities(pod_spec: Any) -> list[dict[str, Any]]:
@@ -92,7 +93,7 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
 ), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
     prepare=prepare_pod, validate=validate_pod, quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,
-    model="V1Pod")
+    model="V1Pod", limit_ranged=True)
 
 
 # ---- nodes (pkg/registry/core/node) ----------------------------------------------------------------------------
@@ -171,4 +172,4 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                              "spec.type": field_path("spec", "type")},
                model="V1Service", protobuf=protobuf.SERVICE)
 
-KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE)
+KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)

@@ -117,6 +117,7 @@ class Kind:
     # the storage's BeginCreate/BeginUpdate: (stored objects, obj, old) -> errors; fills in what it allocates (the
     # Services' cluster IPs and node ports), after the defaults and before the strategy's validation
     allocate: Callable[[Any, Obj, Obj | None], list[FieldError]] | None = None
+    limit_ranged: bool = False  # the LimitRanger admission plugin defaults and checks it (pods)
     quantities: Callable[[Obj], list[dict[str, Any]]] | None = None  # maps whose values are stored canonical
     micro_times: tuple[tuple[str, ...], ...] = ()  # paths of metav1.MicroTime fields (re-encoded in UTC)
     review: Callable[[Any, Any, Any], Obj] | None = None  # (body, user, objects): answered, never stored
