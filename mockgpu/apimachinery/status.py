@@ -9,6 +9,7 @@ so ``kubectl`` and the official Python client print exactly what they print agai
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,8 @@ def _go_value(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict | list):  # other types: json.Marshal of the versioned value
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return str(value)
 
 

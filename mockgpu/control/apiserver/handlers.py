@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.apimachinery.timefmt import rfc3339
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.names import generate_name
@@ -52,8 +54,9 @@ ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube
 class ResourceAPI:
     """Verbs over one store; single-threaded (called on the server's event loop)."""
 
-    def __init__(self, store: Store, root_ca: str | None = None) -> None:
+    def __init__(self, store: Store, root_ca: str | None = None, gates: FeatureGates = DEFAULT_GATES) -> None:
         self.store = store
+        self.gates = gates  # the feature gates the server runs with (the fields of their kinds)
         self.root_ca = root_ca  # PEM published as kube-root-ca.crt in every namespace (None: not published)
 
     # ---- reads -------------------------------------------------------------------------------------------
@@ -94,7 +97,7 @@ class ResourceAPI:
         if info.admission is not None:  # the kind's strategy reads the namespace
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
-                                   namespace_labels=labels)
+                                   namespace_labels=labels, gates=self.gates)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
@@ -167,7 +170,7 @@ class ResourceAPI:
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new = default_and_validate(info.kind, new, namespace=old_meta.get("namespace"), old=old, strict=strict,
-                                   subresource=sub or "")
+                                   subresource=sub or "", gates=self.gates)
         if new == old:  # a no-op update does not bump the resourceVersion, as upstream
             return old
         if dry_run:
