@@ -48,14 +48,11 @@ def _l(value: Any) -> list[Any]:
 def _keep_other_half(obj: Obj, old: Obj | None, subresource: str) -> None:
     """Status reset on create; on update only ``/status`` changes the status, and only the status."""
     if old is None:
-        obj.pop("status", None)
+        obj["status"] = {}  # a Go struct: always encoded, empty until the scheduler writes a condition
     elif subresource == "status":
         obj["spec"] = copy.deepcopy(old.get("spec", {}))
     else:
-        if old.get("status") is None:
-            obj.pop("status", None)
-        else:
-            obj["status"] = copy.deepcopy(old["status"])
+        obj["status"] = copy.deepcopy(old.get("status", {}))
 
 
 def _default_policy_holder(holder: Obj) -> None:
