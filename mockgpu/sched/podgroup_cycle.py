@@ -14,7 +14,8 @@ What the pods and the PodGroup get (checked against the real scheduler in tests/
   ``Scheduled``, message "".
 * it does not: a pod that found a node gets ``pod group is unschedulable, <group message>``, a pod that found
   none its own FailedScheduling text (``0/2 nodes are available: 2 Insufficient nvidia.com/gpu.``, no preemption
-  part; the earlier pods of the cycle count on their nodes); a pod the cycle did not reach gets the group message;
+  part; the earlier pods of the cycle count on their nodes); a pod the cycle did not reach gets the group message
+  without the PostFilter's part (``minCount (4) cannot be satisfied: 0 scheduled, 3 remaining``);
   the PodGroup gets ``PodGroupInitiallyScheduled=False``, reason ``Unschedulable``, the group message.
 
 Simplified: the group PostFilter (pod-group preemption, ``PodGroupPostFilter``) is not modelled; a rejected
@@ -107,14 +108,17 @@ def schedule_pod_group(pods: Sequence[dict[str, Any]], nodes: list[NodeInfo], pr
 
 
 def _rejected(out: GroupResult, pods: Sequence[dict[str, Any]]) -> GroupResult:
-    """The group short of minCount: the group PostFilter's outcome appended, each pod's message."""
+    """The group short of minCount: the group PostFilter's outcome appended, each pod's message. A pod the cycle
+    did not reach keeps the group's status from before the append (``completePodGroupAlgorithmResult`` clones
+    it first)."""
+    before = out.status.message
     out.status = Status(Code.UNSCHEDULABLE, (*out.status.reasons, NO_GROUP_VICTIMS), out.status.plugin)
     out.results += [None] * (len(pods) - len(out.results))
     group = out.status.message
     out.messages = []
     for res in out.results:
         if res is None:
-            out.messages.append(group)
+            out.messages.append(before)
         elif res.scheduled:
             out.messages.append(f"{POD_GROUP_UNSCHEDULABLE}, {group}")
         else:

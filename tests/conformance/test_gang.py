@@ -159,3 +159,22 @@ def test_a_gang_short_of_pods_and_a_missing_podgroup_wait_without_a_write(report
                        _differences(seen["embedded"], seen["upstream"]))
     assert not open_, open_
     assert seen["upstream"]["lonely"] == {"node": None, "condition": None, "FailedScheduling": []}
+
+
+def test_a_gang_with_no_room_at_all(report, gang_sides):
+    """Every GPU taken (by the first test's gang): the cycle's first pod finds no node and the rest are not tried;
+    they get the group's status from before its PostFilter's part is appended."""
+    pods = [f"k{i}" for i in range(4)]
+    seen: dict[str, dict[str, Any]] = {}
+    for api in gang_sides.values():
+        client.SchedulingV1beta1Api(api).create_namespaced_pod_group(NS, _podgroup("k", 4))
+        for p in pods:
+            client.CoreV1Api(api).create_namespaced_pod(NS, _pod(p, 2, "k"))
+    for name, api in gang_sides.items():
+        assert _wait(_settled(api, pods, "k", bound=False)), f"{name}: the gang's pods were not rejected"
+        seen[name] = _observe(api, pods, "k")
+        # which pod the cycle tries first is queue order (creation time, then arrival): compare the texts as a set
+        seen[name] = {"messages": sorted(str(seen[name][p]["condition"]) for p in pods),
+                      "podgroup k": seen[name]["podgroup k"], "bound": [seen[name][p]["node"] for p in pods]}
+    open_ = report.add("gang", "no room at all for a gang of four", _differences(seen["embedded"], seen["upstream"]))
+    assert not open_, open_

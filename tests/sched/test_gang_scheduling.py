@@ -84,9 +84,13 @@ CYCLES = [
      GROUP_MSG),
     ("two free nodes: both bound", 2, ["w0", "w1"], 2, 0, True, ["n2", "n3"], ["", ""], ""),
     ("too few pods for minCount", 0, ["w0"], 2, 0, False, [None],
-     [f"minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, {NO_GROUP_VICTIMS}"],
+     ["minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"],
      f"minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, {NO_GROUP_VICTIMS}"),
     ("a late pod joins a group already placed", 2, ["w2"], 2, 2, True, ["n2"], [""], ""),
+    ("no room at all: the first pod fails, the rest are not tried", 4, ["w0", "w1", "w2", "w3"], 4, 0, False,
+     [None, None, None, None], ["0/4 nodes are available: 4 Insufficient nvidia.com/gpu."]
+     + ["minCount (4) cannot be satisfied: 0 scheduled, 3 remaining"] * 3,
+     f"minCount (4) cannot be satisfied: 0 scheduled, 3 remaining, {NO_GROUP_VICTIMS}"),
     ("three pods, minCount 2, room for two", 2, ["w0", "w1", "w2"], 2, 0, True, ["n2", "n3", None],
      ["", "", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."], ""),
 ]
