@@ -206,6 +206,23 @@ def check_lab09(page) -> None:
     assert "cannot allocate all claims" in text
 
 
+def check_lab11(page) -> None:
+    """Lab 11 (the learner's copy): the gang view draws the Jobs and PodGroups, the deadlock printed 8 GPUs held and
+    0 training, both exercises wait for an answer, and the Kueue part says in one line that it is skipped on the
+    embedded backend."""
+    gangs = page.locator(".jp-OutputArea-output .mockgpu-gangs").first
+    expect(gangs).to_be_visible(timeout=30_000)
+    expect(gangs).to_contain_text("GPUs held")
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
+    assert "GPUs held: 8, training: 0" in text
+    assert "PodGroup team-b: minCount 4, 0 bound, Unschedulable" in text
+    assert text.count("is still None: set it to") == 2, text
+    assert "Correct" not in text and "Not quite" not in text
+    assert "the queue part of this lab is skipped" in text
+    frozen = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(frozen).to_be_visible()
+
+
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
     LabCase("02-*.ipynb", check_lab02),
@@ -216,6 +233,7 @@ CASES = [
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08, folder=""),  # the learner's copies: their checks expect blank answers
     LabCase("09-*.ipynb", check_lab09, folder=""),
+    LabCase("11-*.ipynb", check_lab11, folder=""),
 ]
 
 
