@@ -1,9 +1,11 @@
 """Checks on a structurally valid spec that need knowledge beyond its shape: GPU topology indices,
 the GPU catalog (models) and MIG placement rules (``mockgpu.gpu.mig``), the NVIDIA device
-plugin's ``migStrategy: single`` rule, and which GPUs the DRA driver manages (``management``, ``dra``)."""
+plugin's ``migStrategy: single`` rule, which GPUs the DRA driver manages (``management``, ``dra``), and the
+feature gates as v1.37.2's ``--feature-gates`` checks them (``featuregates``)."""
 
 from __future__ import annotations
 
+from mockgpu.config import featuregates
 from mockgpu.config.specmodel import ClusterSpec, GPUSpec
 from mockgpu.errors import ConfigError, MockgpuError
 from mockgpu.gpu.catalog import GPUModel, get_model
@@ -12,6 +14,9 @@ from mockgpu.gpu.mig import place_layout
 
 def check_spec(spec: ClusterSpec) -> None:
     """Raise ConfigError for the first semantic problem in ``spec``."""
+    problems = featuregates.errors(spec.spec.featureGates)
+    if problems:
+        raise ConfigError(spec.source, "spec.featureGates", "; ".join(problems))
     seen: set[str] = set()
     for i, pool in enumerate(spec.spec.nodePools):
         base = f"spec.nodePools[{i}]"

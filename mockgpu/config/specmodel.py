@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from mockgpu.apimachinery.names import dns1123_label
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.config.nvidia import DevicePluginConfig, MigConfigEntry
 from mockgpu.errors import ConfigError
 
@@ -131,6 +132,8 @@ class KueueSpec(_Strict):
 
 class ClusterSpecBody(_Strict):
     nodePools: list[NodePool] = Field(default_factory=list)
+    # gate -> bool for every control plane the backend runs, as kind's `featureGates` (checked in `semantic`)
+    featureGates: dict[str, StrictBool] = Field(default_factory=dict)
     schedulerConfig: str | None = None  # path to a KubeSchedulerConfiguration, relative to the spec
     kueue: KueueSpec = Field(default_factory=KueueSpec)
 
@@ -160,6 +163,10 @@ class ClusterSpec(_Strict):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    def feature_gates(self) -> FeatureGates:
+        """The gates the cluster's control plane runs with (the spec's settings over v1.37.2's defaults)."""
+        return FeatureGates(dict(self.spec.featureGates))
 
     def nodes(self) -> Iterator[NodeSpec]:
         """Every node, pools in order, named ``<pool>-<n>`` with n from 0."""

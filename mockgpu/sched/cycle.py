@@ -141,7 +141,7 @@ def _score(pod: Mapping[str, Any], nodes: list[NodeInfo], profile: Profile, res:
 
 def schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, rng: random.Random, *,
                  start_index: int = 0, nominated: Mapping[str, list[dict[str, Any]]] | None = None,
-                 dra: DraSnapshot | None = None) -> ScheduleResult:
+                 dra: DraSnapshot | None = None, post_filter: bool = True) -> ScheduleResult:
     """Decide where ``pod`` goes among ``nodes`` under ``profile``; pure.
 
     ``rng`` is kept for callers (and for a future extender model): v1.37.2 draws no random number to break
@@ -153,24 +153,31 @@ def schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, r
 
     ``dra`` is what DynamicResources reads (DeviceClasses, ResourceSlices, ResourceClaims); pods without
     ``spec.resourceClaims`` never look at it.
+
+    ``post_filter`` False: no preemption dry run and no post-filter text, as upstream schedules a pod inside a
+    pod-group cycle (``IsPodGroupSchedulingCycle``: the group's PostFilter runs once for the whole group).
     """
     with cycle_cache(), cycle_state_scope({SNAPSHOT_KEY: dra}):
-        return _schedule_one(pod, nodes, profile, rng, start_index, nominated or {})
+        return _schedule_one(pod, nodes, profile, rng, start_index, nominated or {}, post_filter)
 
 
 def _schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, rng: random.Random,
-                  start_index: int, nominated: Mapping[str, list[dict[str, Any]]]) -> ScheduleResult:
+                  start_index: int, nominated: Mapping[str, list[dict[str, Any]]],
+                  post_filter: bool = True) -> ScheduleResult:
     res = ScheduleResult(pod=pod_key(pod), num_nodes=len(nodes))
     if not nodes:
         res.message = NO_NODES_AVAILABLE
         return res
-    if _pre_filter(pod, nodes, profile, res, nominated):
+    if _pre_filter(pod, nodes, profile, res, nominated, post_filter):
         return res
     _filter(pod, nodes, profile, start_index % len(nodes), res, nominated)
     if res.error is not None:
         res.feasible = []
         return res
     if not res.feasible:
+        if not post_filter:
+            res.message = fit_error(len(nodes), res.statuses)
+            return res
         pre = preempt(pod, nodes, res.statuses, profile, nominated)
         res.nominated_node, res.victims = pre.nominated_node, pre.victims
         res.message = fit_error(len(nodes), res.statuses, post_filter_msg=pre.message)
@@ -185,7 +192,7 @@ def _schedule_one(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, 
 
 
 def _pre_filter(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, res: ScheduleResult,
-                nominated: Mapping[str, list[dict[str, Any]]]) -> bool:
+                nominated: Mapping[str, list[dict[str, Any]]], post_filter: bool = True) -> bool:
     """Run the PreFilter plugins; True when one ended the cycle (rejection or error)."""
     for plugin in profile.filters:
         if not isinstance(plugin, PreFilterPlugin):
@@ -201,6 +208,9 @@ def _pre_filter(pod: dict[str, Any], nodes: list[NodeInfo], profile: Profile, re
         for node in nodes:  # upstream: every node gets the PreFilter status (SetAbsentNodesStatus)
             res.statuses[node.name] = status
             res.filter_results[node.name] = {plugin.name: status.message}
+        if not post_filter:
+            res.message = fit_error(len(nodes), res.statuses, pre_filter_msg=res.pre_filter_msg)
+            return True
         pre = preempt(pod, nodes, {}, profile, nominated)
         res.nominated_node, res.victims = pre.nominated_node, pre.victims
         res.message = fit_error(len(nodes), res.statuses, pre_filter_msg=res.pre_filter_msg,

@@ -82,6 +82,7 @@ class ClusterClient:
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.resource = client.ResourceV1Api(api_client)  # resource.k8s.io/v1: Dynamic Resource Allocation
+        self.scheduling = client.SchedulingV1beta1Api(api_client)  # PodGroups (GenericWorkload)
         self.up_command = up_command
         # Set by LabCluster for a backend whose nodes run real containers (kind): (image, pull policy) put on
         # every container of a pod created here. None: manifests as they are.
@@ -200,6 +201,30 @@ class ClusterClient:
     def scale_deployment(self, namespace: str, name: str, replicas: int) -> Obj:
         return self._json(self.apps.patch_namespaced_deployment_scale, name, namespace,
                           {"spec": {"replicas": replicas}})
+
+    def set_job_parallelism(self, namespace: str, name: str, parallelism: int) -> Obj:
+        """Patch a Job's ``spec.parallelism`` (mutable, as ``kubectl patch job``); the controller adds pods."""
+        return self._json(self.batch.patch_namespaced_job, name, namespace, {"spec": {"parallelism": parallelism}})
+
+    # PodGroups (scheduling.k8s.io/v1beta1, served with the GenericWorkload feature gate)
+
+    def create_pod_group(self, manifest: Obj) -> Obj:
+        ns = (manifest.get("metadata") or {}).get("namespace") or "default"
+        return self._json(self.scheduling.create_namespaced_pod_group, ns, manifest)
+
+    def list_pod_groups_if_served(self, namespace: str | None = "default") -> list[Obj]:
+        """The PodGroups, or [] where the API server does not serve them (the gate is off)."""
+        try:
+            if namespace:
+                return self._json(self.scheduling.list_namespaced_pod_group, namespace)["items"]
+            return self._json(self.scheduling.list_pod_group_for_all_namespaces)["items"]
+        except ApiRefused as exc:
+            if exc.code == 404:
+                return []
+            raise
+
+    def delete_pod_group(self, namespace: str, name: str) -> None:
+        self._delete(self.scheduling.delete_namespaced_pod_group, namespace, name)
 
     def delete_job(self, namespace: str, name: str) -> None:
         """Delete the Job and, in the background, its pods (a Job left alone orphans them, as upstream)."""

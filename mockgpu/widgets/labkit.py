@@ -251,11 +251,28 @@ class LabCluster:
 
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
-                   command: tuple[str, ...] = ()) -> Obj:
-        """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it."""
+                   command: tuple[str, ...] = (), pod_group: str | None = None) -> Obj:
+        """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it.
+        ``pod_group``: its pods join that PodGroup (``spec.schedulingGroup.podGroupName``; GenericWorkload)."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions))
+        manifest = job_manifest(sub, parallelism=parallelism, completions=completions)
+        if pod_group:
+            manifest["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+        return self.client.create_job(manifest)
+
+    def pod_group(self, name: str, min_count: int, namespace: str = "default") -> Obj:
+        """Create a gang PodGroup (``scheduling.k8s.io/v1beta1``, ``schedulingPolicy.gang.minCount``)."""
+        assert self.client is not None
+        return self.client.create_pod_group({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace, "labels": {LAB_LABEL: "true"}},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}})
+
+    def set_parallelism(self, name: str, parallelism: int, namespace: str = "default") -> Obj:
+        """Change a Job's ``parallelism`` (as ``kubectl patch``); the Job controller adds or removes workers."""
+        assert self.client is not None
+        return self.client.set_job_parallelism(namespace, name, parallelism)
 
     def submit_deployment(self, name: str, scenario: str = "infer", gpus: int | str = 1, *, replicas: int = 1,
                           resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),

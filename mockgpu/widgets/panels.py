@@ -25,6 +25,7 @@ from mockgpu.errors import MockgpuError
 from mockgpu.widgets import render
 from mockgpu.widgets.client import ApiRefused, ClusterClient, connect
 from mockgpu.widgets.clustermap import ClusterMapModel, cluster_map
+from mockgpu.widgets.gangs import GangModel, gang_view, gangs_html
 from mockgpu.widgets.inspector import InspectorModel, inspect_pod
 from mockgpu.widgets.live import Live
 from mockgpu.widgets.memory import GpuMemory, memory_view
@@ -173,6 +174,17 @@ class PendingTimeline(Panel):
 
     def render(self, model: TimelineModel) -> str:
         return render.timeline_html(model)
+
+
+class GangView(Panel):
+    """Jobs and PodGroups: each Job's workers, the GPUs they hold, whether the Job trains (all its workers
+    run: the rendezvous), and each PodGroup's minCount and status (lab 11)."""
+
+    def model(self, snap: Snapshot) -> GangModel:
+        return gang_view(snap.pods, self.client.list_jobs("default"), self.client.list_pod_groups_if_served())
+
+    def render(self, model: GangModel) -> str:
+        return gangs_html(model)
 
 
 class PodInspector(Panel):

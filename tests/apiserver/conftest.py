@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mockgpu.backends.embedded import EmbeddedCluster
+from mockgpu.config.clusterspec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_SPEC = ROOT / "clusters" / "seed-4x2.yaml"
@@ -66,6 +67,21 @@ class Raw:
 @pytest.fixture
 def raw(cluster: EmbeddedCluster) -> Raw:
     return Raw(cluster)
+
+
+@pytest.fixture
+def gated_cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """The seed cluster with the GenericWorkload feature gate on (scheduling.k8s.io/v1beta1 served)."""
+    spec = load_spec(SEED_SPEC)
+    body = spec.spec.model_copy(update={"featureGates": {"GenericWorkload": True}})
+    with EmbeddedCluster(spec.model_copy(update={"spec": body}), home=tmp_path / "home",
+                         bookmark_interval=0.5) as c:
+        yield c
+
+
+@pytest.fixture
+def gated_raw(gated_cluster: EmbeddedCluster) -> Raw:
+    return Raw(gated_cluster)
 
 
 @pytest.fixture

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import discovery, fieldvalidation, openapi, protobuf, registry, selectors, tables
 from mockgpu.control.apiserver.registry.kind import META_FIELDS, Kind
 from mockgpu.control.apiserver.status import guess_plural
 
 APISERVER = Path(__file__).resolve().parents[2] / "mockgpu" / "control" / "apiserver"
 RECORDS = registry.KINDS
+#: every gate a record names switched on: the server then serves every record
+ALL_GATES = FeatureGates({k.feature_gate: True for k in RECORDS if k.feature_gate})
 
 
 def _id(info: Kind) -> str:
@@ -28,7 +31,7 @@ def _discovered() -> list[tuple[str, str]]:
     """(group-version, resource) of every top-level entry the discovery documents list."""
     core = [("v1", e["name"]) for e in discovery.api_resource_list_v1()["resources"] if "/" not in e["name"]]
     named = [(g["groupVersion"], e["name"])
-             for g in (discovery.group_resource_list(gv) for gv in registry.group_versions())
+             for g in (discovery.group_resource_list(gv, ALL_GATES) for gv in registry.group_versions())
              for e in (g or {})["resources"] if "/" not in e["name"]]
     return core + named
 
@@ -42,10 +45,22 @@ def test_every_served_resource_has_exactly_one_record():
 def test_the_aggregated_documents_list_the_same_records():
     core = discovery.aggregated_core_discovery()["items"][0]["versions"][0]["resources"]
     named = [(f"{item['metadata']['name']}/{v['version']}", r["resource"])
-             for item in discovery.aggregated_group_discovery()["items"] for v in item["versions"]
+             for item in discovery.aggregated_group_discovery(ALL_GATES)["items"] for v in item["versions"]
              for r in v["resources"]]
     assert sorted([("v1", r["resource"]) for r in core] + named) == sorted((k.group_version, k.plural)
                                                                           for k in RECORDS)
+
+
+def test_a_gated_kind_is_served_only_with_its_gate():
+    gated = [k for k in RECORDS if k.feature_gate]
+    assert gated, "no record names a feature gate"
+    for k in gated:
+        off = FeatureGates({k.feature_gate: False})
+        assert k.plural not in (registry.served(k.group_version, off) or {})
+        assert k.group_version not in discovery.root_paths(off) and f"/apis/{k.group_version}" not in \
+            discovery.root_paths(off)
+        assert registry.served(k.group_version, ALL_GATES)[k.plural] is k
+        assert f"/apis/{k.group_version}" in discovery.root_paths(ALL_GATES)
 
 
 def test_discovery_tables_are_views_of_the_registry():

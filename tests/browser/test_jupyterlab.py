@@ -32,6 +32,7 @@ class LabCase:
     pattern: str  # glob of the notebook, e.g. "01-*.ipynb"
     check: Callable  # (page) -> None, asserts on what rendered
     folder: str = "solutions"  # "solutions": the lab with answers; "": the learner's copy in labs/
+    run_timeout: float = 180.0  # seconds for Run All (lab 11's Jobs run for real: 44–94 s under nbclient)
 
     def notebook(self) -> str | None:
         """The notebook's path relative to labs/ (and to the served copy of it)."""
@@ -206,6 +207,27 @@ def check_lab09(page) -> None:
     assert "cannot allocate all claims" in text
 
 
+def check_lab11(page) -> None:
+    """Lab 11 (the learner's copy): the gang view draws the Jobs and PodGroups, the deadlock printed 8 GPUs held and
+    0 training, both exercises wait for an answer, and the Kueue part says in one line that it is skipped on the
+    embedded backend."""
+    gangs = page.locator(".jp-OutputArea-output .mockgpu-gangs").first
+    expect(gangs).to_be_visible(timeout=30_000)
+    expect(gangs).to_contain_text("GPUs held")
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
+    assert "GPUs held: 8, training: 0" in text
+    assert "PodGroup team-b: minCount 4, 0 bound, Unschedulable" in text
+    assert text.count("is still None: set it to") == 2, text
+    assert "Correct" not in text and "Not quite" not in text
+    assert "the queue part of this lab is skipped" in text
+    frozen = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
+    expect(frozen).to_be_visible()
+    gangs.scroll_into_view_if_needed()
+    gangs.screenshot(path=str(artifacts_dir() / "lab11-gangs.png"))  # to look at, not committed
+    frozen.scroll_into_view_if_needed()
+    frozen.screenshot(path=str(artifacts_dir() / "lab11-deadlock-map.png"))
+
+
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
     LabCase("02-*.ipynb", check_lab02),
@@ -216,6 +238,7 @@ CASES = [
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08, folder=""),  # the learner's copies: their checks expect blank answers
     LabCase("09-*.ipynb", check_lab09, folder=""),
+    LabCase("11-*.ipynb", check_lab11, folder="", run_timeout=420.0),
 ]
 
 
@@ -224,13 +247,13 @@ def _present(cases: list[LabCase]) -> list:
                          else pytest.mark.skip(reason=f"no labs/{c.pattern} yet")) for c in cases]
 
 
-def run_in_lab(page, server, notebook: str) -> None:
+def run_in_lab(page, server, notebook: str, timeout_s: float = 180.0) -> None:
     """Open ``notebook``, Run All Cells, wait; check every cell ran in order on this env's python.
     A screenshot goes to artifacts/browser/ whatever happens."""
     try:
         open_notebook(page, server.url(f"/doc/tree/{notebook}"))
         run_all_cells(page)
-        result = wait_until_all_ran(page)
+        result = wait_until_all_ran(page, timeout_s)
         assert result.prompts == [f"[{i}]:" for i in range(1, len(result.prompts) + 1)]
         # the kernel Lab started is this environment's interpreter, so `import mockgpu` means this checkout
         kernels = server.kernel_pids()
@@ -244,7 +267,7 @@ def run_in_lab(page, server, notebook: str) -> None:
 @pytest.mark.parametrize("case", _present(CASES))
 def test_lab_runs_and_renders_in_jupyterlab(case: LabCase, lab_server, page):
     try:
-        run_in_lab(page, lab_server, case.notebook())
+        run_in_lab(page, lab_server, case.notebook(), case.run_timeout)
         case.check(page)
     finally:
         lab_server.shutdown_kernels()

@@ -12,6 +12,7 @@ SECTIONS = {  # id -> title, in report order
     "tables": "Scheduling: upstream's NodeResourcesFit tables, live",
     "stories": "Scheduling: the seed story, the workshop spec, the labs' pods, taints and affinity",
     "random": "Scheduling: random clusters and pod sequences (hypothesis, seeded)",
+    "gang": "Scheduling: gang scheduling (PodGroup minCount, GenericWorkload on): placements, Pending states, texts",
     "dra": "DRA: claims allocated from our driver's ResourceSlices (feasibility, node, constraints, status)",
     "dra-taints": "DRA: device taints, tolerations and DeviceTaintRules (allocation, eviction, rule status)",
     "kubectl": "API: kubectl battery (every installed kubectl)",

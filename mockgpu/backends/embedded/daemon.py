@@ -55,7 +55,7 @@ def make_server(state: ClusterState, *, mode: str, bookmark_interval: float = 5.
     return APIServer(state.dir, config["token"], port=int(config.get("port") or 0),
                      seed=node_seed(state) if seed_nodes else None,
                      bookmark_interval=bookmark_interval, history=history, mode=mode,
-                     tls=(state.cert_file, state.key_file))
+                     tls=(state.cert_file, state.key_file), gates=state.load_spec().feature_gates())
 
 
 def run_daemon(state_dir: Path) -> int:

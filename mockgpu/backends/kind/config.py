@@ -152,6 +152,12 @@ def kind_config(spec: ClusterSpec, opts: KindRenderOptions) -> dict[str, Any]:
     check_labels(spec)
     check_gpu_management(spec, device_plugin=opts.device_plugin)
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION, "name": opts.name}
+    gates = spec.feature_gates()
+    if gates.explicit:
+        # kind passes them to every component (kubeadm's extraArgs and the KubeletConfiguration)
+        config["featureGates"] = gates.as_dict()
+    if gates.runtime_config():
+        config["runtimeConfig"] = dict(item.split("=", 1) for item in gates.runtime_config().split(","))
     patches = config.setdefault("kubeadmConfigPatches", [_scheduler_patch(opts.scheduler_config is not None)])
     if opts.cgroup_v1:
         patches.append(_patch({"kind": "KubeletConfiguration", "failCgroupV1": False}))

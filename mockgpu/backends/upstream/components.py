@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mockgpu.backends.upstream.pki import LOOPBACK, SERVICE_CIDR
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -75,9 +77,17 @@ def etcd(layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1, extra: tuple[str, ...] = ()) -> list[str]:
+def _gates(gates: FeatureGates) -> list[str]:
+    """``--feature-gates`` as kind and kubeadm pass the spec's ``featureGates`` (nothing when none is set)."""
+    return [f"--feature-gates={gates.flag()}"] if gates.flag() else []
+
+
+def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1, extra: tuple[str, ...] = (),
+                   gates: FeatureGates = DEFAULT_GATES) -> list[str]:
     """``extra``: more flags (the conformance suite disables TaintNodesByCondition, whose not-ready taint
-    only the node-lifecycle-controller it also disables would take off its kubelet-less nodes)."""
+    only the node-lifecycle-controller it also disables would take off its kubelet-less nodes). ``gates``: the
+    spec's feature gates, and ``--runtime-config`` for the API versions their kinds are served in."""
+    runtime = [f"--runtime-config={gates.runtime_config()}"] if gates.runtime_config() else []
     return [
         f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}", f"--secure-port={ports.apiserver}",
         f"--etcd-servers=https://{LOOPBACK}:{ports.etcd_client}", f"--etcd-cafile={layout.cert('ca')}",
@@ -96,7 +106,7 @@ def kube_apiserver(layout: Layout, ports: Ports, verbosity: int = 1, extra: tupl
         f"--kubelet-certificate-authority={layout.cert('ca')}",
         "--kubelet-preferred-address-types=InternalIP,Hostname",
         "--endpoint-reconciler-type=none",  # no kube-proxy here: the kubernetes Service gets no endpoints
-        f"-v={verbosity}", *extra,
+        *_gates(gates), *runtime, f"-v={verbosity}", *extra,
     ]
 
 
@@ -106,7 +116,8 @@ def _served(layout: Layout, component: str, port: int) -> list[str]:
             f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}"]
 
 
-def kube_controller_manager(layout: Layout, ports: Ports, verbosity: int = 1, controllers: str = "*") -> list[str]:
+def kube_controller_manager(layout: Layout, ports: Ports, verbosity: int = 1, controllers: str = "*",
+                            gates: FeatureGates = DEFAULT_GATES) -> list[str]:
     """``controllers``: kube-controller-manager's ``--controllers`` (the conformance suite turns off the
     node-lifecycle-controller, whose not-ready taints would land on its kubelet-less nodes)."""
     return [
@@ -116,15 +127,16 @@ def kube_controller_manager(layout: Layout, ports: Ports, verbosity: int = 1, co
         f"--service-account-private-key-file={layout.pki / 'sa.key'}", f"--root-ca-file={layout.cert('ca')}",
         f"--cluster-signing-cert-file={layout.cert('ca')}", f"--cluster-signing-key-file={layout.key('ca')}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
-        f"-v={verbosity}",
+        *_gates(gates), f"-v={verbosity}",
     ]
 
 
-def kube_scheduler(layout: Layout, ports: Ports, verbosity: int = 1) -> list[str]:
+def kube_scheduler(layout: Layout, ports: Ports, verbosity: int = 1,
+                   gates: FeatureGates = DEFAULT_GATES) -> list[str]:
     """``verbosity`` 10 makes the scheduler log every plugin's score per node (the conformance suite's)."""
     return [
         *_served(layout, "kube-scheduler", ports.scheduler),
-        f"--config={layout.scheduler_config}", "--logging-format=json", f"-v={verbosity}",
+        f"--config={layout.scheduler_config}", "--logging-format=json", *_gates(gates), f"-v={verbosity}",
     ]
 
 

@@ -234,8 +234,9 @@ class Supervisor:
         wait_until("etcd was not healthy", lambda: _get(ports.etcd_client, "/health", ctx=etcd_ctx) == 200,
                    etcd, 60)
         self.mark("etcd")
+        gates = self.state.load_spec().feature_gates()  # the spec's featureGates, for all three components
         api = self._start("kube-apiserver", components.kube_apiserver(
-            ly, ports, extra=tuple(self.config.get("apiserverExtraArgs") or ())))
+            ly, ports, extra=tuple(self.config.get("apiserverExtraArgs") or ()), gates=gates))
         api_ctx = ssl.create_default_context(cafile=ca)
         token = self.config["token"]
         wait_until("kube-apiserver was not ready",
@@ -246,8 +247,8 @@ class Supervisor:
         loose = ssl.create_default_context()
         loose.check_hostname, loose.verify_mode = False, ssl.CERT_NONE
         kcm = self._start("kube-controller-manager", components.kube_controller_manager(
-            ly, ports, controllers=str(self.config.get("controllers") or "*")))
-        sched = self._start("kube-scheduler", components.kube_scheduler(ly, ports, self.verbosity))
+            ly, ports, controllers=str(self.config.get("controllers") or "*"), gates=gates))
+        sched = self._start("kube-scheduler", components.kube_scheduler(ly, ports, self.verbosity, gates=gates))
         for c, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
             wait_until(f"{c.name} was not healthy", lambda p=port: _get(p, "/healthz", ctx=loose) == 200, c, 120)
         self.mark("kube-controller-manager and kube-scheduler")

@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import (
     discovery,
     fieldvalidation,
@@ -73,13 +75,14 @@ class APIApp:
     """The aiohttp application over one store."""
 
     def __init__(self, store: Store, state_dir: Path, token: str, *, bookmark_interval: float = 5.0,
-                 root_ca: str | None = None) -> None:
+                 root_ca: str | None = None, gates: FeatureGates = DEFAULT_GATES) -> None:
         limits.ensure_recursion_headroom()
         limits.return_freed_buffers()
         self.store = store
         self.state_dir = Path(state_dir)
         self.hub = WatchHub(store)
-        self.api = ResourceAPI(store, root_ca)
+        self.gates = gates  # which gated kinds are served, and their fields
+        self.api = ResourceAPI(store, root_ca, gates)
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
         self._openapi: dict[str, bytes] = {}
@@ -104,13 +107,14 @@ class APIApp:
             if simple is not None:
                 return simple
             if path == "/openapi/v3" or path.removeprefix("/openapi/v3/") in map(openapi.document_path,
-                                                                                   openapi.DOCUMENTED):
+                                                                                   openapi.documented(self.gates)):
                 return await self._openapi_v3(path)
         if path.startswith("/api/v1/"):
             return await self._resource(request, parse_path(path[len("/api/v1/"):].split("/")), user)
         parts = path.split("/")[2:]  # /apis/<group>/<version>/...
-        if path.startswith("/apis/") and len(parts) > 2 and registry.served("/".join(parts[:2])):
-            return await self._resource(request, parse_path(parts[2:], registry.served("/".join(parts[:2]))), user)
+        resources = registry.served("/".join(parts[:2]), self.gates) if len(parts) > 2 else None
+        if path.startswith("/apis/") and resources:
+            return await self._resource(request, parse_path(parts[2:], resources), user)
         raise not_found_path()
 
     def _authorize(self, request: web.Request, path: str) -> rbacauthz.User:
@@ -131,7 +135,7 @@ class APIApp:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         if path == "/":
-            return json_response({"paths": discovery.root_paths()})
+            return json_response({"paths": discovery.root_paths(self.gates)})
         if path == "/version":
             return json_response(discovery.version_info())
         if path == "/api":
@@ -143,13 +147,13 @@ class APIApp:
             return json_response(discovery.api_resource_list_v1())
         if path == "/apis":
             if discovery.wants_aggregated(accept):
-                return json_response(discovery.aggregated_group_discovery(),
+                return json_response(discovery.aggregated_group_discovery(self.gates),
                                      content_type=discovery.AGGREGATED_CONTENT_TYPE)
-            return json_response(discovery.api_group_list())
+            return json_response(discovery.api_group_list(gates=self.gates))
         if path.startswith("/apis/"):
             parts = path.split("/")[2:]
-            doc = discovery.api_group(parts[0]) if len(parts) == 1 else \
-                discovery.group_resource_list("/".join(parts)) if len(parts) == 2 else None
+            doc = discovery.api_group(parts[0], self.gates) if len(parts) == 1 else \
+                discovery.group_resource_list("/".join(parts), self.gates) if len(parts) == 2 else None
             if doc is not None:
                 return json_response(doc)
         if path == "/openapi/v2":
@@ -167,9 +171,9 @@ class APIApp:
             if not self._openapi:
                 loop = asyncio.get_running_loop()
                 self._openapi = await loop.run_in_executor(None, lambda: {
-                    "/openapi/v3": encode(openapi.openapi_v3_root()),
+                    "/openapi/v3": encode(openapi.openapi_v3_root(self.gates)),
                     **{f"/openapi/v3/{openapi.document_path(gv)}": encode(openapi.openapi_v3_document(gv))
-                       for gv in openapi.DOCUMENTED}})
+                       for gv in openapi.documented(self.gates)}})
         return web.Response(body=self._openapi[path], content_type=JSON)
 
     async def _resource(self, request: web.Request, t: Target, user: rbacauthz.User = rbacauthz.ADMIN

@@ -53,9 +53,20 @@ def validate_pod(pod: dict[str, Any]) -> list[FieldError]:
     node = spec.get("nodeName")
     if node:
         errs += [field_invalid("spec.nodeName", node, m) for m in names.dns1123_subdomain(node)]
+    if spec.get("schedulingGroup") is not None:
+        errs += validate_scheduling_group(spec["schedulingGroup"], "spec.schedulingGroup")
     errs += podclaims.validate_pod_claims(spec.get("resourceClaims"), "spec.resourceClaims")
     errs += podclaims.validate_claim_statuses(pod.get("status"), spec.get("resourceClaims"))
     return errs
+
+
+def validate_scheduling_group(group: Any, path: str) -> list[FieldError]:
+    """``validateSchedulingGroup`` (GenericWorkload): a one-of with ``podGroupName`` its only member, a DNS
+    subdomain (``ValidatePodGroupName``)."""
+    name = group.get("podGroupName") if isinstance(group, dict) else None
+    if name is None:
+        return [field_invalid(f"{path}.podGroupName", None, "must specify one of: `podGroupName`")]
+    return [field_invalid(f"{path}.podGroupName", name, m) for m in names.dns1123_subdomain(str(name))]
 
 
 def validate_container(c: dict[str, Any], path: str, seen: set[str],

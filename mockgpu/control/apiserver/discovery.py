@@ -12,23 +12,32 @@ from collections.abc import Sequence
 from typing import Any
 
 from mockgpu.apimachinery.version import GIT_VERSION, KUBE_MAJOR, KUBE_MINOR, KUBE_PATCH  # noqa: F401  (re-exported)
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import registry
 from mockgpu.control.apiserver.registry.kind import Kind
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
-#: the core group's resources, and each named group-version's, by plural: views of ``registry``
+#: the core group's resources, and each named group-version's, by plural: views of ``registry`` (every kind it
+#: has; a server serves those its feature gates allow: ``group_resources``)
 RESOURCES: dict[str, Kind] = registry.served("v1") or {}
 GROUP_RESOURCES: dict[str, dict[str, Kind]] = {gv: registry.served(gv) or {} for gv in registry.group_versions()}
 served = registry.served
 stored_plurals = registry.stored_plurals
 
 
-def root_paths() -> list[str]:
+def group_resources(gates: FeatureGates = DEFAULT_GATES) -> dict[str, dict[str, Kind]]:
+    """Each named group-version a server running with ``gates`` serves, its resources by plural."""
+    return {gv: registry.served(gv, gates) or {} for gv in registry.group_versions(gates)}
+
+
+def root_paths(gates: FeatureGates = DEFAULT_GATES) -> list[str]:
     """``GET /`` (kube-apiserver's index, ``RootPaths``): every path the server registers, sorted."""
-    groups = {gv.split("/")[0] for gv in GROUP_RESOURCES}
+    resources = group_resources(gates)
+    groups = {gv.split("/")[0] for gv in resources}
     return sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2",
-                   "/openapi/v3", *(f"/apis/{g}" for g in groups), *(f"/apis/{gv}" for gv in GROUP_RESOURCES)})
+                   "/openapi/v3", *(f"/apis/{g}" for g in groups), *(f"/apis/{gv}" for gv in resources)})
 
 
 def version_info(platform: str = "linux/amd64") -> dict[str, str]:
@@ -67,9 +76,9 @@ def api_resource_list_v1() -> dict[str, Any]:
     return {"kind": "APIResourceList", "groupVersion": "v1", "resources": sorted(resources, key=lambda e: e["name"])}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
+def api_group(group: str, gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any] | None:
     """``GET /apis/<group>`` (``APIGroup``), or None when the group is not served."""
-    versions = [gv for gv in GROUP_RESOURCES if gv.split("/")[0] == group]
+    versions = [gv for gv in group_resources(gates) if gv.split("/")[0] == group]
     if not versions:
         return None
     entries = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions]
@@ -77,17 +86,19 @@ def api_group(group: str) -> dict[str, Any] | None:
             "preferredVersion": entries[0]}
 
 
-def api_group_list(groups: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+def api_group_list(groups: Sequence[dict[str, Any]] | None = None,
+                   gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any]:
     """``GET /apis`` (``APIGroupList``): the served named groups."""
     if groups is None:
-        names = dict.fromkeys(gv.split("/")[0] for gv in GROUP_RESOURCES)
-        groups = [{k: v for k, v in (api_group(n) or {}).items() if k not in ("kind", "apiVersion")} for n in names]
+        names = dict.fromkeys(gv.split("/")[0] for gv in group_resources(gates))
+        groups = [{k: v for k, v in (api_group(n, gates) or {}).items() if k not in ("kind", "apiVersion")}
+                  for n in names]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
 
 
-def group_resource_list(group_version: str) -> dict[str, Any] | None:
+def group_resource_list(group_version: str, gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any] | None:
     """``GET /apis/<group>/<version>`` (``APIResourceList``; unlike ``/api/v1`` it carries apiVersion)."""
-    resources = GROUP_RESOURCES.get(group_version)
+    resources = group_resources(gates).get(group_version)
     if resources is None:
         return None
     entries = [e for info in resources.values() for e in _entries(info)]
@@ -120,10 +131,10 @@ def aggregated_core_discovery() -> dict[str, Any]:
                        "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]}]}
 
 
-def aggregated_group_discovery() -> dict[str, Any]:
+def aggregated_group_discovery(gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any]:
     """``GET /apis`` with the aggregated-discovery Accept header: every served named group."""
     items: dict[str, dict[str, Any]] = {}
-    for gv, resources in GROUP_RESOURCES.items():
+    for gv, resources in group_resources(gates).items():
         group, version = gv.split("/")
         item = items.setdefault(group, {"metadata": {"name": group, "creationTimestamp": None}, "versions": []})
         item["versions"].append({"version": version, "freshness": "Current",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.apimachinery.timefmt import rfc3339
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import quotaadmission, registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.names import generate_name
@@ -52,8 +54,9 @@ ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube
 class ResourceAPI:
     """Verbs over one store; single-threaded (called on the server's event loop)."""
 
-    def __init__(self, store: Store, root_ca: str | None = None) -> None:
+    def __init__(self, store: Store, root_ca: str | None = None, gates: FeatureGates = DEFAULT_GATES) -> None:
         self.store = store
+        self.gates = gates  # the feature gates the server runs with (the fields of their kinds)
         self.root_ca = root_ca  # PEM published as kube-root-ca.crt in every namespace (None: not published)
 
     # ---- reads -------------------------------------------------------------------------------------------
@@ -95,7 +98,7 @@ class ResourceAPI:
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
                                    namespace_labels=labels, store=self.store,
-                                   admit=lambda o: quotaadmission.mutate(info, ns, o, self.store))
+                                   admit=lambda o: quotaadmission.mutate(info, ns, o, self.store), gates=self.gates)
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
@@ -170,7 +173,7 @@ class ResourceAPI:
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new = default_and_validate(info.kind, new, namespace=old_meta.get("namespace"), old=old, strict=strict,
-                                   subresource=sub or "", store=self.store)
+                                   subresource=sub or "", store=self.store, gates=self.gates)
         if new == old:  # a no-op update does not bump the resourceVersion, as upstream
             return old
         charges = quotaadmission.validate(info, meta.get("namespace") or "", new, old, self.store) if not sub else []

@@ -15,6 +15,8 @@ import json
 from typing import Any
 
 from mockgpu.apimachinery.version import GIT_VERSION
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import registry
 from mockgpu.control.apiserver.schemas import component_schemas
 
@@ -62,6 +64,11 @@ def openapi_v3_document(group_version: str) -> dict[str, Any]:
 DOCUMENTED = ("v1", *(gv for gv in registry.group_versions() if registry.models(gv)))
 
 
+def documented(gates: FeatureGates = DEFAULT_GATES) -> tuple[str, ...]:
+    """The documented group-versions a server running with ``gates`` serves."""
+    return ("v1", *(gv for gv in registry.group_versions(gates) if registry.models(gv)))
+
+
 @functools.cache
 def _digest(group_version: str) -> str:
     doc = openapi_v3_document(group_version)
@@ -72,7 +79,7 @@ def document_path(group_version: str) -> str:
     return "api/v1" if group_version == "v1" else f"apis/{group_version}"
 
 
-def openapi_v3_root() -> dict[str, Any]:
+def openapi_v3_root(gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any]:
     """``GET /openapi/v3``: where each group-version's document is, with a content hash as upstream."""
     return {"paths": {document_path(gv): {"serverRelativeURL": f"/openapi/v3/{document_path(gv)}?hash={_digest(gv)}"}
-                      for gv in DOCUMENTED}}
+                      for gv in documented(gates)}}

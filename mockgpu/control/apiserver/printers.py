@@ -476,6 +476,11 @@ def cronjob_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
 LEASE_COLUMNS = [NAME, _col("Holder", "holderIdentity contains the identity of the holder of a current lease."),
                  AGE]
 DEFAULT_COLUMNS = [NAME, _col("Created At", _AGE_DOC, type_="date")]
+WORKLOAD_COLUMNS = [NAME, AGE]
+PODGROUP_COLUMNS = [
+    NAME, _col("Policy", "schedulingPolicy defines the scheduling policy for this instance of the PodGroup. "
+                         "Controllers are expected to fill this field by copying it from a PodGroupTemplate."),
+    _col("Workload", "Name of the referenced Workload object"), _col("Status", "Status of the PodGroup"), AGE]
 CLAIM_COLUMNS = [NAME, _col("State", "A summary of the current state (allocated, pending, reserved, etc.)."), AGE]
 SLICE_COLUMNS = [NAME, _col("Node", (
     "NodeName identifies the node which provides the resources in this pool. A field selector can be used to list "
@@ -574,6 +579,21 @@ def named(cells: Callable[[dict[str, Any]], list[Any]]) -> Callable[[dict[str, A
     return row
 
 
+def podgroup_cells(obj: dict[str, Any]) -> list[Any]:
+    """``printPodGroup``: Gang or Basic; the Workload referenced or <none>; Pending, then Scheduled/Unschedulable
+    from the PodGroupInitiallyScheduled condition, or the reason of a DisruptionTarget condition."""
+    spec = obj.get("spec") or {}
+    policy = "Gang" if (spec.get("schedulingPolicy") or {}).get("gang") is not None else "Basic"
+    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+    status = "Pending"
+    if "PodGroupInitiallyScheduled" in conditions:
+        status = "Scheduled" if conditions["PodGroupInitiallyScheduled"].get("status") == "True" else "Unschedulable"
+    if "DisruptionTarget" in conditions:
+        status = str(conditions["DisruptionTarget"].get("reason") or "")
+    workload = (spec.get("workloadRef") or {}).get("workloadName") or "<none>"
+    return [policy, workload, status]
+
+
 #: (column definitions, row function): a kind's Table printer
 Printer = tuple[list[dict[str, Any]], Callable[[dict[str, Any], datetime], dict[str, Any]]]
 
@@ -586,6 +606,8 @@ NAMESPACE: Printer = (NAMESPACE_COLUMNS, named(lambda o: [(o.get("status") or {}
 CONFIGMAP: Printer = (CONFIGMAP_COLUMNS, named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})]))
 SERVICEACCOUNT: Printer = (SERVICEACCOUNT_COLUMNS, named(lambda o: [len(o.get("secrets") or [])]))
 SERVICE: Printer = (SERVICE_COLUMNS, service_row)
+WORKLOAD: Printer = (WORKLOAD_COLUMNS, named(lambda o: []))
+PODGROUP: Printer = (PODGROUP_COLUMNS, named(podgroup_cells))
 LEASE: Printer = (LEASE_COLUMNS, named(lambda o: [(o.get("spec") or {}).get("holderIdentity") or ""]))
 DEPLOYMENT: Printer = (DEPLOYMENT_COLUMNS, deployment_row)
 REPLICASET: Printer = (REPLICASET_COLUMNS, replicaset_row)

@@ -75,6 +75,8 @@ _RESOURCE_MODELS: list[frozenset[str]] = []
 
 def schema_name(model: str) -> str:
     """Python client model → upstream's definition name (``V1Pod`` → ``io.k8s.api.core.v1.Pod``)."""
+    if model.startswith("V1beta1"):  # the only beta models served: scheduling.k8s.io/v1beta1's
+        return f"io.k8s.api.scheduling.v1beta1.{model.removeprefix('V1beta1')}"
     short = model.removeprefix("CoreV1").removeprefix("EventsV1").removeprefix("ResourceV1").removeprefix("V1")
     if short in _META_TYPES:
         return f"io.k8s.apimachinery.pkg.apis.meta.v1.{short}"

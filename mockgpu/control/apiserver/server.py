@@ -22,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import fieldvalidation, limits
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
@@ -69,9 +71,10 @@ class APIServer:
 
     def __init__(self, state_dir: str | Path, token: str, *, port: int = 0, seed: Seed | None = None,
                  bookmark_interval: float = 5.0, history: int = 10000, mode: str = "thread",
-                 tls: tuple[Path, Path] | None = None) -> None:
+                 tls: tuple[Path, Path] | None = None, gates: FeatureGates = DEFAULT_GATES) -> None:
         self.state_dir = Path(state_dir)
         self.tls = tls  # (certificate, key) PEM files; plain HTTP when None
+        self.gates = gates  # the cluster spec's feature gates (which gated kinds are served)
         self.mode = mode  # "daemon" or "thread": whether stopping its process stops only the server
         self.token = token
         self.port = port
@@ -98,7 +101,7 @@ class APIServer:
             self.store = Store(self.state_dir / DB_NAME, history=self.history)
             root_ca = Path(self.tls[0]).read_text() if self.tls else None  # the self-signed cert is the CA
             self.http = APIApp(self.store, self.state_dir, self.token, bookmark_interval=self.bookmark_interval,
-                               root_ca=root_ca)
+                               root_ca=root_ca, gates=self.gates)
             asyncio.get_running_loop().run_in_executor(None, fieldvalidation.compile_all)
             self._bootstrap()
             self._runner = web.AppRunner(self.http.app, access_log=None, handle_signals=False, shutdown_timeout=1.0,

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mockgpu.apimachinery.quantity import QuantityError, canonical, parse_quantity
+from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import fieldvalidation, microtime, names, registry
 from mockgpu.control.apiserver.gojson import json_kind
 from mockgpu.control.apiserver.registry.kind import Kind
@@ -28,7 +30,8 @@ from mockgpu.control.apiserver.status import (
 def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | None, old: dict[str, Any] | None = None,
                          strict: bool = False, subresource: str = "",
                          namespace_labels: dict[str, str] | None = None, store: Any = None,
-                         admit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                         admit: Callable[[dict[str, Any]], None] | None = None,
+                         gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any]:
     """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422).
     ``namespace_labels``: the namespace's labels, for checks upstream's strategies make against the namespace
     (DRA admin access); None skips them. ``store``: the stored objects, for a kind whose storage allocates
@@ -58,6 +61,8 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     if admit is not None:
         admit(obj)
         _normalize_quantities(info, obj)
+    if info.gated_fields is not None and subresource != "status":
+        info.gated_fields(obj, old, gates)
     if info.prepare is not None:
         obj = info.prepare(obj, old, subresource)
     microtime.normalize(info.micro_times, obj)

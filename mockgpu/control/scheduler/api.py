@@ -23,6 +23,7 @@ TIMEOUT = (5.0, 30.0)  # connect, read
 
 
 RESOURCE_V1 = "resource.k8s.io/v1"
+SCHEDULING_V1BETA1 = "scheduling.k8s.io/v1beta1"  # PodGroups (GenericWorkload), the version v1.37.2 reads
 
 
 def collection_path(plural: str, group: str = "") -> str:
@@ -96,6 +97,11 @@ class RawApi:
     def patch_pod(self, ns: str, name: str, patch: dict, *, status: bool = False) -> dict:
         return self.request("PATCH", pod_path(ns, name, "status" if status else ""), body=patch,
                             content_type=STRATEGIC)
+
+    def patch_podgroup_status(self, ns: str, name: str, patch: dict) -> dict:
+        path = (f"/apis/{SCHEDULING_V1BETA1}/namespaces/{quote(ns, safe='')}/podgroups/{quote(name, safe='')}"
+                "/status")
+        return self.request("PATCH", path, body=patch, content_type=MERGE)
 
     def delete_pod(self, ns: str, name: str, uid: str | None = None) -> None:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}

@@ -95,6 +95,15 @@ def record_unschedulable(s: Scheduler, q: QueuedPod, res: ScheduleResult, compon
     _write_failure(s, pod, component, "Unschedulable", message, notes, nominated, victim_pods)
 
 
+def record_group_rejected(s: Scheduler, q: QueuedPod, res: ScheduleResult | None, component: str,
+                          message: str) -> None:
+    """A pod of a gang the pod-group cycle rejected (``submitPodGroupAlgorithmResult``): Unschedulable with the
+    message the cycle gave it (its own FailedScheduling text, or the group's); no preemption of its own."""
+    s.queue.failed(q, unschedulable=True)
+    notes = {k: v for k, v in annotations(res).items() if k != ANNOTATION_SELECTED} if res is not None else {}
+    _write_failure(s, q.pod, component, "Unschedulable", message, notes, None, [])
+
+
 def record_error(s: Scheduler, q: QueuedPod, component: str, message: str) -> None:
     s.queue.failed(q, unschedulable=False)
     _write_failure(s, q.pod, component, "SchedulerError", message, {}, None, [])

@@ -110,6 +110,22 @@ class SchedulingQueue:
                 return q
         return None
 
+    def take(self, key: str) -> QueuedPod | None:
+        """Take a pending, ungated pod out of whichever queue holds it (a pod-group cycle takes its group's pods
+        together, as upstream pops a whole pod group); None when it is not waiting there."""
+        q = self._pods.get(key)
+        if q is None or q.where in ("", "gated"):
+            return None
+        q.where = ""  # its heap entries become stale
+        q.attempts += 1
+        return q
+
+    def pending(self) -> list[QueuedPod]:
+        """Every pod waiting in a queue (not the popped ones), in activeQ order."""
+        return sorted((q for q in self._pods.values() if q.where),
+                      key=lambda q: (-pod_priority(q.pod), str((q.pod.get("metadata") or {}).get("creationTimestamp")
+                                                               or ""), q.seq))
+
     def done(self, key: str) -> None:
         """The popped pod was bound (or handed to the binder): forget it."""
         self._pods.pop(key, None)

@@ -36,8 +36,8 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.apimachinery.timefmt import micro_time
-from mockgpu.control.scheduler import failure
-from mockgpu.control.scheduler.api import RESOURCE_V1, RawApi
+from mockgpu.control.scheduler import failure, gang
+from mockgpu.control.scheduler.api import RESOURCE_V1, SCHEDULING_V1BETA1, RawApi
 from mockgpu.control.scheduler.cache import Cache, is_terminated, node_name_of
 from mockgpu.control.scheduler.dra import KINDS as DRA_KINDS
 from mockgpu.control.scheduler.dra import DraStore, PreBindError, prebind
@@ -81,10 +81,12 @@ class Scheduler:
         self.cycle_seconds = 0.0  # thread CPU time spent in schedule_one (benchmarks)
         self._inbox: queue.SimpleQueue[tuple[str, str, Any]] = queue.SimpleQueue()
         self.dra = DraStore()
+        self.podgroups = gang.PodGroups()
         self._informers = [Informer(self.api, p, self._post) for p in ("nodes", "pods")] + [
-            Informer(self.api, p, self._post, group=RESOURCE_V1, optional=True) for p in DRA_KINDS]
+            Informer(self.api, p, self._post, group=RESOURCE_V1, optional=True) for p in DRA_KINDS] + [
+            Informer(self.api, gang.PLURAL, self._post, group=SCHEDULING_V1BETA1, optional=True)]
         self._synced: set[str] = set()
-        self._kinds = {"nodes", "pods", *DRA_KINDS}
+        self._kinds = {"nodes", "pods", gang.PLURAL, *DRA_KINDS}
         self.failures_written: dict[str, tuple] = {}  # pod key → last failure status/annotations written (no repeats)
         self._start_index = 0
         self._stop = threading.Event()
@@ -167,6 +169,9 @@ class Scheduler:
         elif kind in DRA_KINDS:
             self.dra.apply(kind, typ, obj)
             self.queue.move_all()  # a new class, slice or claim (or one freed) may help a waiting pod
+        elif kind == gang.PLURAL:
+            self.podgroups.apply(typ, obj)
+            self.queue.move_all()  # a gang's pods wait for their PodGroup (PreEnqueue)
 
     # ---- watch events ---------------------------------------------------------------------------------------
 
@@ -174,6 +179,10 @@ class Scheduler:
         """A (re-)list: everything listed is current; what we knew and is missing was deleted meanwhile."""
         if kind in DRA_KINDS:
             self.dra.sync(kind, items)
+            self.queue.move_all()
+            return
+        if kind == gang.PLURAL:
+            self.podgroups.sync(items)
             self.queue.move_all()
             return
         if kind == "nodes":
@@ -222,6 +231,8 @@ class Scheduler:
         old = self.queue.get(key)
         if old is None:
             self.queue.add(pod)
+            if gang.group_key(pod) is not None:
+                self.queue.move_all()  # its gang's pods held by PreEnqueue may now form the group
         else:
             self.queue.update(pod, spec_changed=old.pod.get("spec") != pod.get("spec"))
 
@@ -238,6 +249,8 @@ class Scheduler:
             if isinstance(plugin, PreEnqueuePlugin) and not plugin.pre_enqueue(pod, dra).is_success:
                 self.queue.failed(q, unschedulable=True)  # gated: waits for a cluster event, nothing written
                 return
+        if gang.schedule(self, q, profile):
+            return  # a gang's pod: held by PreEnqueue, or placed with its group
         self.cycles += 1
         t0 = time.thread_time()
         try:

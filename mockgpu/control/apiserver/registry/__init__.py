@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.registry import (
     apps,
@@ -22,12 +23,13 @@ from mockgpu.control.apiserver.registry import (
     events,
     rbac,
     resource,
+    scheduling,
 )
 from mockgpu.control.apiserver.registry.kind import Kind
 
 #: the served group-versions in discovery's order (``/apis`` lists the named groups in this order)
 GROUPS: tuple[ModuleType, ...] = (core, coordination, events, authorization, apps, batch, rbac, resource,
-                                  authentication)
+                                  authentication, scheduling)
 
 KINDS: tuple[Kind, ...] = tuple(k for g in GROUPS for k in g.KINDS)
 _SERVED: dict[str, dict[str, Kind]] = {g.GROUP_VERSION: {k.plural: k for k in g.KINDS} for g in GROUPS}
@@ -42,14 +44,21 @@ for _k in KINDS:
         _BY_KIND.setdefault(_k.kind, _k)
 
 
-def served(group_version: str) -> dict[str, Kind] | None:
-    """The kinds of ``"v1"`` (core) or ``"<group>/<version>"`` by plural; None when that is not served."""
-    return _SERVED.get(group_version)
+def served(group_version: str, gates: FeatureGates | None = None) -> dict[str, Kind] | None:
+    """The kinds of ``"v1"`` (core) or ``"<group>/<version>"`` by plural; None when that is not served. With
+    ``gates``, what a server running with them serves (a kind behind a gate that is off is left out); without,
+    every kind the registry has."""
+    kinds = _SERVED.get(group_version)
+    if kinds is None or gates is None or all(k.feature_gate is None for k in kinds.values()):
+        return kinds
+    on = {p: k for p, k in kinds.items() if k.feature_gate is None or gates.enabled(k.feature_gate)}
+    return on or None
 
 
-def group_versions() -> list[str]:
-    """The served named group-versions (``<group>/<version>``), in discovery's order."""
-    return [gv for gv in _SERVED if gv != core.GROUP_VERSION]
+def group_versions(gates: FeatureGates | None = None) -> list[str]:
+    """The served named group-versions (``<group>/<version>``), in discovery's order (with ``gates``: those a
+    server running with them serves)."""
+    return [gv for gv in _SERVED if gv != core.GROUP_VERSION and served(gv, gates) is not None]
 
 
 def by_kind(kind: str) -> Kind | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
 from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -57,6 +58,15 @@ def prepare_pod(obj: Obj, old: Obj | None, subresource: str) -> Obj:
     return obj
 
 
+def gated_pod_fields(obj: Obj, old: Obj | None, gates: FeatureGates) -> None:
+    """``dropDisabledSchedulingGroup``: ``spec.schedulingGroup`` dropped without GenericWorkload, unless the old pod
+    has one."""
+    spec = obj.get("spec")
+    in_use = old is not None and (old.get("spec") or {}).get("schedulingGroup") is not None
+    if isinstance(spec, dict) and not gates.enabled(GENERIC_WORKLOAD) and not in_use:
+        spec.pop("schedulingGroup", None)
+
+
 def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
     """``ValidatePodCreate``, and on update ``ValidatePodUpdate``'s rules on what may change."""
     errs = corevalidation.validate_pod(obj)
@@ -91,7 +101,8 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
     Subresource("log", "Pod", ("get",)),
     Subresource("status", "Pod", STATUS),
 ), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
-    prepare=prepare_pod, validate=validate_pod, quantities=lambda o: container_quantities(o.get("spec") or {}),
+    prepare=prepare_pod, gated_fields=gated_pod_fields, validate=validate_pod,
+    quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,
     model="V1Pod", limit_ranged=True)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.printers import Printer
 from mockgpu.control.apiserver.protobuf import Message
@@ -108,9 +109,14 @@ class Kind:
     stored: bool = True
     view: View | None = None
     route_to: tuple[str, str] | None = None  # (plural, subresource): another URL for that subresource's action
+    # served only with this feature gate on (storage_<group>.go installs the kind only then)
+    feature_gate: str | None = None
     # the strategy
     name_rule: Callable[[str, bool], list[str]] = names.name_is_dns_subdomain
     prepare: Callable[[Obj, Obj | None, str], Obj] | None = None  # (obj, old, subresource): defaults, Prepare*
+    # (obj, old, gates): the fields of feature gates, dropped when their gate is off (dropDisabled*Fields), or
+    # defaulted when it is on; before ``prepare``
+    gated_fields: Callable[[Obj, Obj | None, FeatureGates], None] | None = None
     validate: Callable[[Obj, Obj | None], list[FieldError]] | None = None  # (obj, old), after ObjectMeta's
     validate_status: Callable[[Obj, Obj], list[FieldError]] | None = None  # /status updates, when they differ
     admission: Callable[[Obj, dict[str, str]], list[FieldError]] | None = None  # create: the namespace's labels
