@@ -14,6 +14,9 @@ from typing import Any, Protocol
 from mockgpu.backends.base import ClusterInfo, UpOptions
 from mockgpu.backends.kind.schedresults import SchedulerResults
 from mockgpu.control.scheduler.config import load_scheduler_config
+from mockgpu.errors import MockgpuError
+
+KIND_FAULTS = "fault injection is not implemented on the kind backend yet (use --backend embedded or upstream)"
 
 
 class _KindSteps(Protocol):
@@ -66,3 +69,13 @@ class KindCluster:
 
     def info(self) -> ClusterInfo:
         return self._info or ClusterInfo(self.name, "kind", "", self.kubeconfig, "stopped")
+
+    # Faults: not yet on kind (they would be written inside each kind node, beside /var/lib/mockgpu/driver).
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
+        raise MockgpuError(KIND_FAULTS, exit_code=2)
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        raise MockgpuError(KIND_FAULTS, exit_code=2)
+
+    def faults(self) -> list[Any]:
+        raise MockgpuError(KIND_FAULTS, exit_code=2)

@@ -1,0 +1,123 @@
+"""Injected faults on an embedded cluster, end to end: ``Cluster.inject_fault`` (host-side state) -> the device
+plugin's ListAndWatch reports the GPU Unhealthy within 2 s -> the node's allocatable drops by one -> the kubelet
+writes ``allocatedResourcesStatus`` Unhealthy on the pod holding it; an application Xid keeps it healthy; clearing
+(a fake GPU reset) gives it back."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from mockgpu.backends.embedded import EmbeddedCluster
+from mockgpu.control.kubelet.kubelet import KubeletOptions
+from mockgpu.errors import MockgpuError
+
+from .test_kubelet_cluster import gone, phase, pod, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+NODE, GPU = "gpu-0", "nvidia.com/gpu"
+SPEC = """\
+apiVersion: mockgpu.io/v1alpha1
+kind: ClusterSpec
+metadata:
+  name: faults
+spec:
+  nodePools:
+  - name: gpu
+    count: 1
+    gpu:
+      model: A100-SXM4-80GB
+      count: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("home")
+    spec = home / "faults.yaml"
+    spec.write_text(SPEC)
+    with EmbeddedCluster(spec, home=home, kubelets=True, delete_on_exit=True,
+                         kubelet_options=KubeletOptions(heartbeat=0.5)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def core(cluster: EmbeddedCluster) -> client.CoreV1Api:
+    return client.CoreV1Api(cluster.api_client())
+
+
+def allocatable(core: client.CoreV1Api) -> str:
+    return core.read_node(NODE).status.allocatable.get(GPU)
+
+
+def device_health(core: client.CoreV1Api, name: str) -> list[dict] | None:
+    """The pod's first container's allocatedResourcesStatus, as the API serves it (raw JSON)."""
+    raw = core.read_namespaced_pod(name, "default", _preload_content=False)
+    statuses = json.loads(raw.data)["status"].get("containerStatuses") or []
+    return statuses[0].get("allocatedResourcesStatus") if statuses else None
+
+
+def test_xid_79_unhealthy_in_list_and_watch_allocatable_and_pod_status(core: client.CoreV1Api,
+                                                                       cluster: EmbeddedCluster) -> None:
+    k = cluster.control_plane.kubelets[NODE]
+    assert allocatable(core) == "2"
+    core.create_namespaced_pod("default", pod("holder", NODE, ["sleep", "60"], gpus=1))
+    wait_for(lambda: phase(core, "holder") == "Running", what="holder Running")
+    uid = core.read_namespaced_pod("holder", "default").metadata.uid
+    (held,) = k.dm.pod_devices()[(uid, "main")][GPU]
+    assert wait_for(lambda: device_health(core, "holder"), what="allocatedResourcesStatus") == [
+        {"name": GPU, "resources": [{"resourceID": held, "health": "Healthy"}]}]
+    index = next(g.index for g in k.inventory.gpus if g.uuid == held)
+
+    t0 = time.monotonic()
+    record = cluster.inject_fault(NODE, index, 79)  # the GPU has fallen off the bus
+    wait_for(lambda: k.dm.devices(GPU)[held] is False, timeout=5, what="Unhealthy in ListAndWatch")
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2.0, f"ListAndWatch reported it after {elapsed:.2f} s"
+    assert (record.node, record.gpu, record.uuid, record.xid) == (NODE, index, held, 79)
+    assert [(r.node, r.gpu, r.uuid, r.xid) for r in cluster.faults()] == [(NODE, index, held, 79)]
+    wait_for(lambda: allocatable(core) == "1", what="allocatable 1")
+    assert core.read_node(NODE).status.capacity[GPU] == "2"
+    wait_for(lambda: device_health(core, "holder") == [
+        {"name": GPU, "resources": [{"resourceID": held, "health": "Unhealthy"}]}], what="pod's device Unhealthy")
+
+    assert cluster.clear_faults(NODE, index) == 1  # a fake GPU reset: healthy again (upstream's plugin never is)
+    wait_for(lambda: allocatable(core) == "2", what="allocatable 2 again")
+    wait_for(lambda: device_health(core, "holder") == [
+        {"name": GPU, "resources": [{"resourceID": held, "health": "Healthy"}]}], what="pod's device Healthy")
+    assert cluster.faults() == []
+    core.delete_namespaced_pod("holder", "default", grace_period_seconds=0)
+    wait_for(lambda: gone(core, "holder"), what="deleted")
+
+
+def test_application_xid_keeps_the_gpu_healthy(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:
+    k = cluster.control_plane.kubelets[NODE]
+    cluster.inject_fault(NODE, 1, 13)  # Graphics Engine Exception: the application's error, not the GPU's
+    time.sleep(2.5)  # more than two of the plugin's health polls
+    assert all(k.dm.devices(GPU).values()) and allocatable(core) == "2"
+    assert cluster.clear_faults() == 1
+
+
+@pytest.mark.parametrize(("node", "gpu", "message"), [
+    ("nope-0", 0, "has no node 'nope-0'"),
+    (NODE, 7, r"has no GPU '7' \(its GPUs: 0, 1"),
+    (NODE, "GPU-not-here", "has no GPU 'GPU-not-here'"),
+], ids=["unknown-node", "unknown-index", "unknown-uuid"])
+def test_bad_targets_are_refused_in_one_line(cluster: EmbeddedCluster, node: str, gpu: int | str,
+                                             message: str) -> None:
+    with pytest.raises(MockgpuError, match=message):
+        cluster.inject_fault(node, gpu, 79)
+
+
+def test_the_fault_state_is_beside_the_driver_dir_not_in_it(cluster: EmbeddedCluster) -> None:
+    k = cluster.control_plane.kubelets[NODE]
+    faults = Path(k.driver_dir).parent / "faults"
+    st = os.lstat(faults)
+    assert faults.is_dir() and not faults.is_symlink() and st.st_mode & 0o777 == 0o755
+    assert st.st_uid == os.geteuid()  # the cluster's user, never the workload user
+    assert not (Path(k.driver_dir) / "health.json").exists()
