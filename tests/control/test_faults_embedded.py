@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.control.kubelet.kubelet import KubeletOptions
@@ -60,6 +61,15 @@ def device_health(core: client.CoreV1Api, name: str) -> list[dict] | None:
     raw = core.read_namespaced_pod(name, "default", _preload_content=False)
     statuses = json.loads(raw.data)["status"].get("containerStatuses") or []
     return statuses[0].get("allocatedResourcesStatus") if statuses else None
+
+
+def log_of(core: client.CoreV1Api, name: str) -> str:
+    try:
+        return core.read_namespaced_pod_log(name, "default")
+    except ApiException as exc:  # 400 while the container is still being created
+        if exc.status == 400:
+            return ""
+        raise
 
 
 def test_xid_79_unhealthy_in_list_and_watch_allocatable_and_pod_status(core: client.CoreV1Api,
@@ -121,3 +131,23 @@ def test_the_fault_state_is_beside_the_driver_dir_not_in_it(cluster: EmbeddedClu
     assert faults.is_dir() and not faults.is_symlink() and st.st_mode & 0o777 == 0o755
     assert st.st_uid == os.geteuid()  # the cluster's user, never the workload user
     assert not (Path(k.driver_dir) / "health.json").exists()
+
+
+def test_a_training_pod_on_a_gpu_that_falls_off_the_bus_fails(core: client.CoreV1Api,
+                                                             cluster: EmbeddedCluster) -> None:
+    """Its next CUDA call fails with the launch failure (fake CUDA, docs/faults.md): the workload exits 1, and under
+    restartPolicy Never the pod is Failed; nvidia-smi in a pod on that GPU cannot reach it."""
+    k = cluster.control_plane.kubelets[NODE]
+    train = ["mockgpu-workload", "train", "--memory", "1GiB", "--duration", "0", "--interval", "0.2"]
+    core.create_namespaced_pod("default", pod("trainer", NODE, train, gpus=1))
+    wait_for(lambda: "train: step 2" in log_of(core, "trainer"), what="training")
+    uid = core.read_namespaced_pod("trainer", "default").metadata.uid
+    (held,) = k.dm.pod_devices()[(uid, "main")][GPU]
+    cluster.inject_fault(NODE, held, 79)
+    wait_for(lambda: phase(core, "trainer") == "Failed", what="trainer Failed")
+    term = core.read_namespaced_pod("trainer", "default").status.container_statuses[0].state.terminated
+    log = core.read_namespaced_pod_log("trainer", "default")
+    assert term.exit_code == 1 and "CUDA error: unspecified launch failure" in log, log
+    core.delete_namespaced_pod("trainer", "default", grace_period_seconds=0)
+    wait_for(lambda: gone(core, "trainer"), what="deleted")
+    cluster.clear_faults()
