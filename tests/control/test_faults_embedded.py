@@ -15,6 +15,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from mockgpu.backends.embedded import EmbeddedCluster
+from mockgpu.cli import main
 from mockgpu.control.kubelet.kubelet import KubeletOptions
 from mockgpu.errors import MockgpuError
 
@@ -151,3 +152,38 @@ def test_a_training_pod_on_a_gpu_that_falls_off_the_bus_fails(core: client.CoreV
     core.delete_namespaced_pod("trainer", "default", grace_period_seconds=0)
     wait_for(lambda: gone(core, "trainer"), what="deleted")
     cluster.clear_faults()
+
+
+def test_the_command_line(cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``mockgpu fault inject|list|clear`` on the running cluster (found through $MOCKGPU_HOME, the only one)."""
+    monkeypatch.setenv("MOCKGPU_HOME", str(cluster.state.dir.parent))
+    k = cluster.control_plane.kubelets[NODE]
+    g1 = k.inventory.gpus[1]
+    assert main(["fault", "inject", "--node", NODE, "--gpu", "1", "--xid", "79"]) == 0
+    assert capsys.readouterr().out == f"Xid 79 (GPU has fallen off the bus) injected on GPU 1 ({g1.uuid}) of node " \
+                                      f"{NODE}\n"
+    assert main(["fault", "list"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["NODE", "GPU", "UUID", "XID", "TIME", "MEANING"]
+    assert row.split()[:4] == [NODE, "1", g1.uuid, "79"] and row.endswith("GPU has fallen off the bus")
+    assert main(["fault", "list", "-o", "json", "--name", cluster.name]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert {k: rec[k] for k in ("node", "gpu", "uuid", "xid")} == {"node": NODE, "gpu": 1, "uuid": g1.uuid, "xid": 79}
+    assert main(["fault", "clear", "--node", NODE, "--gpu", g1.uuid]) == 0
+    assert capsys.readouterr().out == f"1 fault cleared on GPU {g1.uuid} of node {NODE}\n"
+    assert main(["fault", "list"]) == 0 and capsys.readouterr().out == "no faults\n"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["fault", "list", "--name", "nope"], "mockgpu: no cluster named 'nope' (see mockgpu status)\n"),
+    (["fault", "clear", "--gpu", "0"], "mockgpu: say which node the GPU is on (--node)\n"),
+    (["fault", "inject", "--node", NODE, "--gpu", "9", "--xid", "79"],
+     f"mockgpu: node {NODE} has no GPU '9' (its GPUs: 0, 1; or give a GPU or MIG UUID)\n"),
+], ids=["no-such-cluster", "gpu-without-node", "no-such-gpu"])
+def test_the_command_line_refuses_in_one_line(cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str], argv: list[str],
+                                              message: str) -> None:
+    monkeypatch.setenv("MOCKGPU_HOME", str(cluster.state.dir.parent))
+    assert main(argv) == 2
+    assert capsys.readouterr().err == message
