@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from faults_scenario import GPU, NODE, SPEC, seconds_until_unhealthy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -22,20 +23,6 @@ from mockgpu.errors import MockgpuError
 from .test_kubelet_cluster import gone, phase, pod, wait_for
 
 pytestmark = pytest.mark.timeout(120)
-NODE, GPU = "gpu-0", "nvidia.com/gpu"
-SPEC = """\
-apiVersion: mockgpu.io/v1alpha1
-kind: ClusterSpec
-metadata:
-  name: faults
-spec:
-  nodePools:
-  - name: gpu
-    count: 1
-    gpu:
-      model: A100-SXM4-80GB
-      count: 2
-"""
 
 
 @pytest.fixture(scope="module")
@@ -85,11 +72,11 @@ def test_xid_79_unhealthy_in_list_and_watch_allocatable_and_pod_status(core: cli
         {"name": GPU, "resources": [{"resourceID": held, "health": "Healthy"}]}]
     index = next(g.index for g in k.inventory.gpus if g.uuid == held)
 
-    t0 = time.monotonic()
-    record = cluster.inject_fault(NODE, index, 79)  # the GPU has fallen off the bus
-    wait_for(lambda: k.dm.devices(GPU)[held] is False, timeout=5, what="Unhealthy in ListAndWatch")
-    elapsed = time.monotonic() - t0
+    records = []  # the GPU has fallen off the bus:
+    elapsed = seconds_until_unhealthy(k.plugin_dir, held, lambda: records.append(cluster.inject_fault(NODE, index, 79)))
     assert elapsed < 2.0, f"ListAndWatch reported it after {elapsed:.2f} s"
+    (record,) = records
+    wait_for(lambda: k.dm.devices(GPU)[held] is False, timeout=5, what="the kubelet's device manager saw it")
     assert (record.node, record.gpu, record.uuid, record.xid) == (NODE, index, held, 79)
     assert [(r.node, r.gpu, r.uuid, r.xid) for r in cluster.faults()] == [(NODE, index, held, 79)]
     wait_for(lambda: allocatable(core) == "1", what="allocatable 1")
