@@ -175,6 +175,25 @@ class LabCluster:
                       f"(it lives until lab.close() or the kernel stops)")
         return self
 
+    # -- faults (mockgpu fault; the Cluster interface of backends/base.py) ------------------------------
+    def _started(self) -> Cluster:
+        if self.cluster is None:
+            raise MockgpuError("fault injection needs a cluster this lab started (not MOCKGPU_KUBECONFIG's): "
+                               "run lab.start() first")
+        return self.cluster
+
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
+        """Inject Xid ``xid`` on GPU ``gpu`` (index or UUID) of ``node``, as ``mockgpu fault inject`` does."""
+        return self._started().inject_fault(node, gpu, xid)
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        """Forget injected faults (a fake GPU reset), as ``mockgpu fault clear`` does."""
+        return self._started().clear_faults(node, gpu)
+
+    def faults(self) -> list[Any]:
+        """The injected faults, as ``mockgpu fault list`` shows them."""
+        return self._started().faults()
+
     def _backend(self) -> Backend:
         return get_backend(self.backend, home=self.home)
 
