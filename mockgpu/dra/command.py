@@ -4,7 +4,9 @@ the kubelet), or ``--list`` the devices it would publish.
 It serves the kubelet's DRA v1 service on ``<plugin-dir>/gpu.mockgpu.io/dra.sock`` and registers through
 ``<registry-dir>/gpu.mockgpu.io-reg.sock``, publishes the node's ResourceSlices through the Kubernetes API
 (``--kubeconfig``; otherwise in-cluster config, else the default kubeconfig), retrying until the Node exists,
-compares them with the API every 10 s (a deleted or edited slice is restored), writes CDI specs into
+compares them with the API every 10 s (a deleted or edited slice is restored) and republishes them within a
+second of a device's health changing (a ``NoExecute`` taint on each device the fake driver's ``Driver.health()``
+reports unhealthy, ``dra.health``), writes CDI specs into
 ``--cdi-dir`` when the kubelet prepares claims (mounting ``--driver-dir``, whose inventory gains the MIG
 instances of prepared MIG devices), and deletes its ResourceSlices on SIGTERM.
 """
@@ -17,10 +19,12 @@ import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from mockgpu.errors import MockgpuError
+from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.helptext import describe
 
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/plugins"  # upstream's KubeletPluginsDir
@@ -29,6 +33,7 @@ DEFAULT_CDI_DIR = "/var/run/cdi"
 DEFAULT_DRIVER_DIR = "/var/lib/mockgpu/driver"  # as mockgpu device-plugin's
 RETRY_SECONDS = 1.0
 RESYNC_SECONDS = 10.0  # the pool is compared with the API this often (a deleted slice comes back)
+HEALTH_SECONDS = 1.0  # the devices' health is read this often
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +83,14 @@ def format_table(slices: list[dict[str, Any]]) -> str:
     return "\n".join([*lines, "", f"{len(rows) - 1} devices, {sets} counter sets, {len(slices)} ResourceSlices"])
 
 
+def device_health(driver_dir: Path) -> dict[str, Any]:
+    """``Driver.health()`` of the node's driver directory; nothing (all healthy) while it does not exist yet."""
+    try:
+        return dict(Driver(driver_dir).health())
+    except DriverNotFound:
+        return {}
+
+
 def run(args: argparse.Namespace) -> int:
     from mockgpu.config.clusterspec import load_spec
     from mockgpu.config.inventory import dra_gpus, node_inventory
@@ -97,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from mockgpu.dra.dynamicmig import refresh_driver_dir
+    from mockgpu.dra.health import with_health_taints
     from mockgpu.dra.publish import SlicePublisher, api_message, claim_getter
     from mockgpu.dra.server import DriverServers
 
@@ -111,14 +125,19 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     with DriverServers(preparer, Path(args.plugin_dir), Path(args.registry_dir)):
+        next_sync = 0.0
         while not done.is_set():
-            try:
-                publisher.sync()
-                wait = RESYNC_SECONDS
-            except Exception as exc:  # no Node yet, API not up: retry, as the helper's controller does
-                log.info("ResourceSlices of %s not published: %s", args.node, api_message(exc))
-                wait = RETRY_SECONDS
-            done.wait(wait)
+            wanted = with_health_taints(slices, device_health(driver_dir))
+            if wanted != publisher.slices:
+                publisher.slices, next_sync = wanted, 0.0  # health changed: republish now
+            if time.monotonic() >= next_sync:
+                try:
+                    publisher.sync()
+                    next_sync = time.monotonic() + RESYNC_SECONDS
+                except Exception as exc:  # no Node yet, API not up: retry, as the helper's controller does
+                    log.info("ResourceSlices of %s not published: %s", args.node, api_message(exc))
+                    next_sync = time.monotonic() + RETRY_SECONDS
+            done.wait(HEALTH_SECONDS)
         try:
             publisher.delete_all()
         except Exception as exc:

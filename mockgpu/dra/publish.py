@@ -8,6 +8,10 @@ replace on conflict) and deletes slices it no longer wants; an unchanged pool is
 owned by the Node (owner reference with the Node's UID, as the helper sets it), so deleting the Node garbage
 collects them. ``delete_all()`` removes the pool (the driver's clean shutdown).
 
+Device taints (``dra.health``) keep the ``timeAdded`` the API server gave them while the same taint (key, value,
+effect) stays on the same device, so an unchanged pool is not rewritten and the eviction controller's clock
+(``timeAdded`` + ``tolerationSeconds``) does not restart; a new taint gets its time from the server's defaulting.
+
 Simplified: slices get deterministic names (``slices.slice_name``) instead of upstream's ``generateName``,
 so create-or-update needs no cache of generated names.
 """
@@ -63,6 +67,21 @@ class SlicePublisher:
         return {"apiVersion": "v1", "kind": "Node", "name": self.node, "uid": node["metadata"]["uid"],
                 "controller": True}
 
+    def _with_times(self, have: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The wanted slices with each taint's ``timeAdded`` taken from the same taint on the same device in the
+        API (what the server set when it was first published)."""
+        added = {(d.get("name"), t.get("key"), t.get("value"), t.get("effect")): t.get("timeAdded")
+                 for s in have for d in (s.get("spec") or {}).get("devices") or [] for t in d.get("taints") or []
+                 if t.get("timeAdded")}
+        out = copy.deepcopy(self.slices)
+        for s in out:
+            for d in (s.get("spec") or {}).get("devices") or []:
+                for t in d.get("taints") or []:
+                    when = added.get((d.get("name"), t.get("key"), t.get("value"), t.get("effect")))
+                    if when and not t.get("timeAdded"):
+                        t["timeAdded"] = when
+        return out
+
     @staticmethod
     def _comparable(s: dict[str, Any]) -> tuple[str, str]:
         spec = copy.deepcopy(s.get("spec") or {})
@@ -74,12 +93,13 @@ class SlicePublisher:
         from kubernetes.client.exceptions import ApiException
 
         have = self.existing()
-        if sorted(map(self._comparable, have)) == sorted(map(self._comparable, self.slices)):
+        wanted = self._with_times(have)
+        if sorted(map(self._comparable, have)) == sorted(map(self._comparable, wanted)):
             return False
         generation = max([(s["spec"].get("pool") or {}).get("generation", 0) for s in have] + [0]) + 1
         owner = self._owner()
         by_name = {s["metadata"]["name"]: s for s in have}
-        for want in self.slices:
+        for want in wanted:
             body = copy.deepcopy(want)
             body["spec"]["pool"]["generation"] = generation
             body["metadata"]["ownerReferences"] = [owner]

@@ -76,6 +76,7 @@ def test_api_resources_lists_the_group(kubectl: Kubectl) -> None:
     rows = [line.split() for line in kubectl("api-resources", "--api-group=resource.k8s.io").splitlines()]
     assert rows[0] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
     assert rows[1:] == [["deviceclasses", "resource.k8s.io/v1", "false", "DeviceClass"],
+                        ["devicetaintrules", "resource.k8s.io/v1", "false", "DeviceTaintRule"],
                         ["resourceclaims", "resource.k8s.io/v1", "true", "ResourceClaim"],
                         ["resourceclaimtemplates", "resource.k8s.io/v1", "true", "ResourceClaimTemplate"],
                         ["resourceslices", "resource.k8s.io/v1", "false", "ResourceSlice"]]

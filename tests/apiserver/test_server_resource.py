@@ -43,8 +43,8 @@ def test_discovery_lists_the_group_and_its_resources(raw: Any) -> None:
     code, doc = raw.json("GET", "/apis/resource.k8s.io/v1")
     assert code == 200
     by_name = {r["name"]: r for r in doc["resources"]}
-    assert set(by_name) == {"deviceclasses", "resourceclaims", "resourceclaims/status", "resourceclaimtemplates",
-                            "resourceslices"}
+    assert set(by_name) == {"deviceclasses", "devicetaintrules", "devicetaintrules/status", "resourceclaims",
+                            "resourceclaims/status", "resourceclaimtemplates", "resourceslices"}
     assert (by_name["deviceclasses"]["namespaced"], by_name["resourceslices"]["namespaced"],
             by_name["resourceclaims"]["namespaced"]) == (False, False, True)
     assert by_name["resourceclaims/status"]["verbs"] == ["get", "patch", "update"]
@@ -53,8 +53,42 @@ def test_discovery_lists_the_group_and_its_resources(raw: Any) -> None:
     (version,) = groups["resource.k8s.io"]["versions"]
     assert version["version"] == "v1"
     scopes = {r["resource"]: r["scope"] for r in version["resources"]}
-    assert scopes == {"deviceclasses": "Cluster", "resourceclaims": "Namespaced",
+    assert scopes == {"deviceclasses": "Cluster", "devicetaintrules": "Cluster", "resourceclaims": "Namespaced",
                       "resourceclaimtemplates": "Namespaced", "resourceslices": "Cluster"}
+
+
+def test_device_taint_rule_through_the_official_client(res: Any, raw: Any) -> None:
+    """DeviceTaintRule (v1.37 GA): create, the ``/status`` subresource, the generation, DELETE answering with a
+    Status (v1's store), the table's taint columns."""
+    body = {"apiVersion": G, "kind": "DeviceTaintRule", "metadata": {"name": "gpu-0-xid"},
+            "spec": {"deviceSelector": {"driver": "gpu.mockgpu.io", "device": "gpu-0"},
+                     "taint": {"key": "gpu.mockgpu.io/xid", "value": "79", "effect": "NoExecute"}}}
+    made = res.create_device_taint_rule(body)
+    try:
+        assert (made.metadata.generation, made.spec.taint.effect) == (1, "NoExecute")
+        assert made.spec.taint.time_added is not None
+        cond = {"type": "EvictionInProgress", "status": "False", "reason": "Completed",
+                "message": "0 pods evicted since starting the controller.", "observedGeneration": 1,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        got = res.patch_device_taint_rule_status("gpu-0-xid", {"status": {"conditions": [cond]}})
+        assert got.status.conditions[0].reason == "Completed" and got.metadata.generation == 1
+        got = res.patch_device_taint_rule("gpu-0-xid", {"spec": {"taint": {"effect": "NoSchedule"}}})
+        assert got.metadata.generation == 2 and got.status.conditions[0].type == "EvictionInProgress"
+        with pytest.raises(ApiException) as info:
+            res.patch_device_taint_rule("gpu-0-xid", {"spec": {"taint": {"effect": "PreferNoSchedule"}}})
+        assert info.value.status == 422
+        assert json.loads(info.value.body)["details"]["causes"] == [{
+            "reason": "FieldValueNotSupported", "field": "spec.taint.effect",
+            "message": 'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"'}]
+        code, data, _ = raw.request("GET", "/apis/resource.k8s.io/v1/devicetaintrules",
+                                    headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+        table = json.loads(data)
+        assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Key", "Value", "Effect", "TimeAdded",
+                                                                   "Age"]
+        assert table["rows"][0]["cells"][:4] == ["gpu-0-xid", "gpu.mockgpu.io/xid", "79", "NoSchedule"]
+    finally:
+        code, deleted = raw.json("DELETE", "/apis/resource.k8s.io/v1/devicetaintrules/gpu-0-xid")
+    assert (code, deleted["kind"], deleted["status"]) == (200, "Status", "Success")
 
 
 def test_crud_through_the_official_client(res: Any) -> None:

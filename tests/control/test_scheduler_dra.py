@@ -46,7 +46,8 @@ class _Stream:
 
 class FakeDra:
     def __init__(self) -> None:
-        self.objs: dict[str, dict[str, dict]] = {"deviceclasses": {}, "resourceslices": {}, "resourceclaims": {}}
+        self.objs: dict[str, dict[str, dict]] = {"deviceclasses": {}, "resourceslices": {}, "resourceclaims": {},
+                                                 "devicetaintrules": {}}
         self.rv = 1
         self.lock = threading.Lock()
         self.watchers: list[tuple[str, _Stream]] = []
@@ -191,6 +192,23 @@ def test_claims_are_allocated_then_pods_bound_on_distinct_devices(dra):
     for s in node_slices("gpu-3", "A100-SXM4-80GB", 1):  # a driver publishes devices: the pod is retried
         fake.put("resourceslices", s)
     assert env.wait_bound("p3", timeout=15).spec.node_name == "gpu-3"
+
+
+def test_device_taint_rule_keeps_pods_off_until_its_effect_changes(dra):
+    """A DeviceTaintRule from the watch joins the devices' taints; changing its effect re-queues the pod."""
+    env, fake, _ = dra
+    rule = {"apiVersion": GROUP, "kind": "DeviceTaintRule", "metadata": {"name": "all-gpus"},
+            "spec": {"deviceSelector": {"driver": "gpu.mockgpu.io"},
+                     "taint": {"key": "gpu.mockgpu.io/xid", "value": "79", "effect": "NoSchedule"}}}
+    fake.put("devicetaintrules", rule)
+    fake.put("resourceclaims", _claim("ct"))
+    env.create(_pod("pt", "ct"))
+    cond = env.wait_unschedulable("pt")
+    assert cond.message == ("0/4 nodes are available: 4 cannot allocate all claims. preemption: 0/4 nodes are "
+                            "available: 4 Preemption is not helpful for scheduling.")
+    rule["spec"]["taint"]["effect"] = "None"
+    fake.put("devicetaintrules", rule)
+    assert env.wait_bound("pt", timeout=15).spec.node_name in ("gpu-1", "gpu-2")
 
 
 def test_pod_waits_silently_for_its_claim(dra):

@@ -90,8 +90,10 @@ def node_slices(node: str, model_key: str, gpus: int, *, islands: Sequence[int |
 
 
 def request(name: str, class_name: str = GPU_CLASS, *, count: int | None = None, mode: str | None = None,
-            selectors: Sequence[str] = ()) -> dict:
+            selectors: Sequence[str] = (), tolerations: Sequence[dict] = ()) -> dict:
     exactly: dict = {"deviceClassName": class_name}
+    if tolerations:
+        exactly["tolerations"] = list(tolerations)
     if mode:
         exactly["allocationMode"] = mode
     if count is not None:

@@ -41,6 +41,8 @@ class Case:
     want_reason: tuple[str, str] | None = None  # (node, DynamicResources filter reason)
     want_error: str | None = None
     check: object = None  # extra check on the allocation: callable(devices) -> bool
+    taints: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (node, device) → its slice's taints
+    rules: list[dict] = field(default_factory=list)  # DeviceTaintRules
 
 
 def _no_overlap(devices: list[tuple[str, str]]) -> bool:
@@ -55,6 +57,18 @@ def _no_overlap(devices: list[tuple[str, str]]) -> bool:
 
 
 A100 = "A100-SXM4-80GB"
+XID = "gpu.mockgpu.io/xid"
+
+
+def taint(effect: str, value: str = "79") -> dict:
+    return {"key": XID, "value": value, "effect": effect, "timeAdded": "2026-01-01T00:00:00Z"}
+
+
+def rule(effect: str, **selector: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "r"},
+            "spec": {"deviceSelector": selector, "taint": taint(effect)}}
+
+
 CASES = [
     Case("one whole GPU", [("n1", A100, 2, None)], [claim("c", request("gpu"))],
          want_node="n1", want_devices={"c": [("gpu", "gpu-0")]}),
@@ -130,15 +144,48 @@ CASES = [
     Case("two claims in one pod get different devices", [("n1", "L4", 2, None)],
          [claim("a", request("gpu")), claim("b", request("gpu"))],
          want_node="n1", want_devices={"a": [("gpu", "gpu-0")], "b": [("gpu", "gpu-1")]}),
+    # device taints (taintPreventsAllocation): NoSchedule and NoExecute keep untolerating requests off a device
+    Case("NoSchedule taint in the slice: the other GPU", [("n1", "L4", 2, None)], [claim("c", request("gpu"))],
+         taints={("n1", "gpu-0"): [taint("NoSchedule")]}, want_node="n1", want_devices={"c": [("gpu", "gpu-1")]}),
+    Case("NoExecute taints on every GPU: unschedulable, upstream's message", [("n1", "L4", 1, None)],
+         [claim("c", request("gpu"))], taints={("n1", "gpu-0"): [taint("NoExecute")]},
+         want_message=CANNOT.format(n=1), want_reason=("n1", "cannot allocate all claims")),
+    Case("effect None is informational only", [("n1", "L4", 1, None)], [claim("c", request("gpu"))],
+         taints={("n1", "gpu-0"): [taint("None")]}, want_node="n1", want_devices={"c": [("gpu", "gpu-0")]}),
+    Case("a toleration (Exists on the key) lets the tainted GPU be allocated", [("n1", "L4", 1, None)],
+         [claim("c", request("gpu", tolerations=[{"key": XID, "operator": "Exists"}]))],
+         taints={("n1", "gpu-0"): [taint("NoExecute")]}, want_node="n1", want_devices={"c": [("gpu", "gpu-0")]}),
+    Case("a toleration with another value does not", [("n1", "L4", 1, None)],
+         [claim("c", request("gpu", tolerations=[{"key": XID, "operator": "Equal", "value": "48"}]))],
+         taints={("n1", "gpu-0"): [taint("NoSchedule")]}, want_message=CANNOT.format(n=1)),
+    Case("a toleration for NoSchedule does not tolerate NoExecute", [("n1", "L4", 1, None)],
+         [claim("c", request("gpu", tolerations=[{"operator": "Exists", "effect": "NoSchedule"}]))],
+         taints={("n1", "gpu-0"): [taint("NoExecute")]}, want_message=CANNOT.format(n=1)),
+    Case("DeviceTaintRule on one device: the other node", [("n1", "L4", 1, None), ("n2", "L4", 1, None)],
+         [claim("c", request("gpu"))], rules=[rule("NoSchedule", driver="gpu.mockgpu.io", pool="n1", device="gpu-0")],
+         want_node="n2", want_devices={"c": [("gpu", "gpu-0")]}, want_reason=("n1", "cannot allocate all claims")),
+    Case("DeviceTaintRule with an empty selector taints every device", [("n1", "L4", 1, None), ("n2", "L4", 1, None)],
+         [claim("c", request("gpu"))], rules=[rule("NoExecute")], want_message=CANNOT.format(n=2)),
+    Case("DeviceTaintRule of another driver does not apply", [("n1", "L4", 1, None)], [claim("c", request("gpu"))],
+         rules=[rule("NoSchedule", driver="other.example.com")], want_node="n1",
+         want_devices={"c": [("gpu", "gpu-0")]}),
+    Case("allocationMode All with one tainted GPU: unschedulable", [("n1", "L4", 2, None)],
+         [claim("c", request("all", mode="All"))], taints={("n1", "gpu-1"): [taint("NoSchedule")]},
+         want_message=CANNOT.format(n=1)),
 ]
 
 
 def _run(case: Case):
     nodes = [node(n, {"cpu": "16", "memory": "64Gi"}) for n, *_ in case.nodes]
     slices = [s for n, model, gpus, islands in case.nodes for s in node_slices(n, model, gpus, islands=islands)]
+    for s in slices:
+        for d in s["spec"].get("devices") or []:
+            taints = case.taints.get((s["spec"]["nodeName"], d["name"]))
+            if taints:
+                d["taints"] = taints
     claims = {f"default/{c['metadata']['name']}": c for c in case.pod_claims + case.other_claims}
     pod = claim_pod("p", *[c["metadata"]["name"] for c in case.pod_claims], *case.missing)
-    dra = DraSnapshot(classes=CLASSES, slices=slices, claims=claims)
+    dra = DraSnapshot(classes=CLASSES, slices=slices, claims=claims, taint_rules=case.rules)
     profile = default_config().profiles["default-scheduler"]
     return pod, dra, schedule_one(pod, infos(nodes), profile, random.Random(0), dra=dra)
 

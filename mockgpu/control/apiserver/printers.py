@@ -489,6 +489,32 @@ SLICE_COLUMNS = [NAME, _col("Node", (
             "by slashes. This field is immutable.")), AGE]
 
 
+_TAINT_EFFECT_DOC = ("The effect of the taint on claims that do not tolerate the taint and through such claims on the "
+                     "pods using them.\n\nValid effects are None, NoSchedule and NoExecute. PreferNoSchedule as used "
+                     "for nodes is not valid here. More effects may get added in the future. Consumers must treat "
+                     "unknown effects like None.")
+_TAINT_TIME_DOC = ("TimeAdded represents the time at which the taint was added or (only in a DeviceTaintRule) the "
+                   "effect was modified. Added automatically during create or update if not set.\n\nIn addition, in "
+                   "a DeviceTaintRule a value provided during an update gets replaced with the current time if the "
+                   "provided value is the same as the old one and the new effect is different. Changing the key "
+                   "and/or value while keeping the effect unchanged is possible and does not update the time stamp "
+                   "because the eviction which uses it is either already started (NoExecute) or not started yet "
+                   "(NoEffect, NoSchedule).")
+#: upstream ``deviceTaintColumnDefinitions``: the taint, not the selector
+DEVICETAINTRULE_COLUMNS = [NAME, _col("Key", "The taint key to be applied to a device. Must be a label name."),
+                           _col("Value", "The taint value corresponding to the taint key. Must be a label value."),
+                           _col("Effect", _TAINT_EFFECT_DOC), _col("TimeAdded", _TAINT_TIME_DOC), AGE]
+
+
+def device_taint_rule_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """upstream ``printDeviceTaint``: name, the taint's key, value, effect, the age of ``timeAdded``, age."""
+    taint = (obj.get("spec") or {}).get("taint") or {}
+    added = taint.get("timeAdded")
+    return {"cells": [_meta(obj).get("name", ""), taint.get("key") or "", taint.get("value") or "",
+                      taint.get("effect") or "", since(added, now) if added else "",
+                      since(_meta(obj).get("creationTimestamp"), now)]}
+
+
 def resource_claim_state(claim: dict[str, Any]) -> str:
     """upstream ``resourceClaimState``: ``deleted``, ``pending``, ``allocated``, ``reserved`` joined by commas."""
     status = claim.get("status") or {}
@@ -538,3 +564,4 @@ DEVICECLASS: Printer = ([NAME, AGE], named(lambda o: []))
 RESOURCECLAIM: Printer = (CLAIM_COLUMNS, named(lambda o: [resource_claim_state(o)]))
 RESOURCECLAIMTEMPLATE: Printer = ([NAME, AGE], named(lambda o: []))
 RESOURCESLICE: Printer = (SLICE_COLUMNS, named(_slice_cells))
+DEVICETAINTRULE: Printer = (DEVICETAINTRULE_COLUMNS, device_taint_rule_row)

@@ -5,7 +5,7 @@ Follows kube-apiserver v1.37's registry strategies and validation (``pkg/registr
 paths and texts:
 
 - defaults: ``exactly.allocationMode: ExactCount`` and ``count: 1`` (also on ``firstAvailable`` sub-requests),
-  a device taint's ``timeAdded`` (now);
+  a device taint's ``timeAdded`` (now), a toleration's ``operator`` (``Equal``);
   ``metadata.generation`` 1 on create and bumped on every spec change of DeviceClasses and ResourceSlices;
 - ResourceClaim: status reset on create, kept on main-resource updates and the only thing ``/status`` changes;
   the spec is immutable (``spec: Invalid value: null: field is immutable``, v1.37's declarative wording); status
@@ -29,7 +29,9 @@ v1.37 checks some of these rules through declarative validation, which replaces 
 its wording differs (the attribute union: ``must specify one of: `int`, ...``) this module uses it. Upstream
 appends those declarative errors after the handwritten ones; here every error comes in field order.
 
-Simplified: device taints and tolerations, binding conditions, consumable capacity (request policies), derived
+Device taints in slices and tolerations in requests are defaulted and validated by ``devicetaint``.
+
+Simplified: binding conditions, consumable capacity (request policies), derived
 attributes and node-allocatable mappings (alpha/beta features) are stored but not validated; the bad value of
 the immutable-spec error is printed as the v1 JSON, not Go's dump of the internal struct; CEL type and cost
 checks are left out (see ``celcompile``).
@@ -42,8 +44,7 @@ import json
 import re
 from typing import Any
 
-from mockgpu.apimachinery.timefmt import rfc3339
-from mockgpu.control.apiserver import names
+from mockgpu.control.apiserver import devicetaint, names
 from mockgpu.control.apiserver.celcompile import compile_error
 from mockgpu.control.apiserver.status import (
     FieldError,
@@ -139,6 +140,7 @@ def _default_request(req: dict[str, Any]) -> None:
         req["allocationMode"] = "ExactCount"
     if req["allocationMode"] == "ExactCount" and not req.get("count"):
         req["count"] = 1
+    devicetaint.default_tolerations(req)
 
 
 def default_claim_spec(spec: Any) -> None:
@@ -213,8 +215,7 @@ def prepare_slice(obj: dict[str, Any], old: dict[str, Any] | None, subresource: 
     spec = _spec(obj)
     for device in _l(_d(spec).get("devices")):
         for taint in _l(_d(device).get("taints")):
-            if isinstance(taint, dict) and taint.get("timeAdded") is None:
-                taint["timeAdded"] = rfc3339()
+            devicetaint.default_taint(taint)
     _bump_generation(obj, old, spec)
     return obj
 
@@ -382,6 +383,7 @@ def _exact(req: dict[str, Any], path: str) -> list[FieldError]:
     errs = _device_class(req.get("deviceClassName"), f"{path}.deviceClassName")
     errs += _selectors(req.get("selectors"), f"{path}.selectors")
     errs += _allocation_mode(req, path)
+    errs += devicetaint.validate_tolerations(req, path)
     return errs
 
 
@@ -631,7 +633,7 @@ def _attribute_values(device: dict[str, Any]) -> int:
     return n
 
 
-def _device(device: Any, path: str, per_device: bool) -> list[FieldError]:
+def _device(device: Any, path: str, per_device: bool, old_device: Any = None) -> list[FieldError]:
     device = _d(device)
     errs = _label(_s(device.get("name")), f"{path}.name")
     attributes, capacity = _d(device.get("attributes")), _d(device.get("capacity"))
@@ -650,6 +652,8 @@ def _device(device: Any, path: str, per_device: bool) -> list[FieldError]:
         errs += validate_qualified_name(key, f"{path}.capacity")
         if not isinstance(capacity[key], dict) or capacity[key].get("value") is None:
             errs.append(field_required(f"{path}.capacity[{key}].value"))
+    errs += devicetaint.validate_taints(device.get("taints"), None if old_device is None else
+                                        _d(old_device).get("taints"), f"{path}.taints")
     errs += _set(_l(device.get("consumesCounters")), CONSUMPTIONS_PER_DEVICE_MAX, f"{path}.consumesCounters",
                  _consumption, lambda c: _s(_d(c).get("counterSet")))
     node_fields = [k for k in ("nodeName", "nodeSelector", "allNodes") if device.get(k) is not None]
@@ -739,7 +743,9 @@ def validate_slice_spec(spec: Any, old_spec: Any) -> list[FieldError]:
         errs.append(field_invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
     per_device = spec.get("perDeviceNodeSelection") is True
     limit = SLICE_MAX_DEVICES_ADVANCED if _advanced(spec) else SLICE_MAX_DEVICES
-    errs += _set(_l(spec.get("devices")), limit, "spec.devices", lambda d, p: _device(d, p, per_device),
+    old_devices = {_s(_d(d).get("name")): d for d in _l(_d(old_spec).get("devices"))} if old_spec is not None else {}
+    errs += _set(_l(spec.get("devices")), limit, "spec.devices",
+                 lambda d, p: _device(d, p, per_device, old_devices.get(_s(_d(d).get("name")))),
                  lambda d: _s(_d(d).get("name")))
     errs += _set(_l(spec.get("sharedCounters")), SLICE_MAX_COUNTER_SETS, "spec.sharedCounters", _counter_set,
                  lambda c: _s(_d(c).get("name")))

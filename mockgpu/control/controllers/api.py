@@ -19,7 +19,8 @@ Obj = dict[str, Any]
 PREFIX = {"pods": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "deployments": "/apis/apps/v1",
           "replicasets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
           "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1", "resourceclaims": "/apis/resource.k8s.io/v1",
-          "resourceclaimtemplates": "/apis/resource.k8s.io/v1"}
+          "resourceclaimtemplates": "/apis/resource.k8s.io/v1", "resourceslices": "/apis/resource.k8s.io/v1",
+          "devicetaintrules": "/apis/resource.k8s.io/v1"}
 KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
                "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 

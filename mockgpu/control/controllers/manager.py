@@ -1,7 +1,8 @@
 """The embedded kube-controller-manager: informers, a shared cache, one work queue and the controllers.
 
 Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
-DaemonSets, CronJobs, StatefulSets, nodes, ResourceClaims and ResourceClaimTemplates (a node change requeues
+DaemonSets, CronJobs, StatefulSets, nodes, ResourceClaims, ResourceClaimTemplates, ResourceSlices and
+DeviceTaintRules (the device taint eviction controller's; a node change requeues
 every DaemonSet). Every change enqueues the objects it concerns (the object, its controller owner, the
 dependents of a deleted owner), and one worker thread runs each key's controller — so controllers never race
 each other, and a key that changes while queued is synced once. Writes go through to the cache from the API's
@@ -37,6 +38,7 @@ from mockgpu.control.controllers.clock import Clock, SystemClock
 from mockgpu.control.controllers.cronjob import CronJobController
 from mockgpu.control.controllers.daemonset import DaemonSetController
 from mockgpu.control.controllers.deployment import DeploymentController
+from mockgpu.control.controllers.devicetainteviction import RULE, SYNC_ALL, DeviceTaintEvictionController
 from mockgpu.control.controllers.gc import GarbageCollector
 from mockgpu.control.controllers.job import JobController
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
@@ -47,8 +49,8 @@ from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource claim and garbage-collector
-    controllers
+    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource claim, device taint eviction
+    and garbage-collector controllers
     against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
     drive it)."""
 
@@ -63,12 +65,14 @@ class ControllerManager:
         self.cronjobs = CronJobController(self, clock or SystemClock())
         self.statefulsets = StatefulSetController(self)
         self.resourceclaims = ResourceClaimController(self)
+        self.devicetaints = DeviceTaintEvictionController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
             "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
             "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
-            "ResourceClaim": self.resourceclaims.sync_claim}
+            "ResourceClaim": self.resourceclaims.sync_claim, SYNC_ALL: self.devicetaints.sync,
+            RULE: self.devicetaints.sync_rule}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -105,18 +109,23 @@ class ControllerManager:
             for obj in data:
                 self._route(plural, "ADDED", obj)
             return
-        old = self.cache.get(plural, *Cache._key(data)) if plural == "nodes" and typ == "MODIFIED" else None
+        old = self.cache.get(plural, *Cache._key(data)) if plural in ("nodes", "devicetaintrules") and \
+            typ == "MODIFIED" else None
         if typ == "DELETED":
             self.cache.remove(plural, data)
         elif not self.cache.put(plural, data):
             return
-        if old is not None and node_fingerprint(old) == node_fingerprint(data):
+        if plural == "nodes" and old is not None and node_fingerprint(old) == node_fingerprint(data):
             return  # a heartbeat: nothing a DaemonSet decides on changed (upstream ``shouldIgnoreNodeUpdate``)
-        self._route(plural, typ, data)
+        self._route(plural, typ, data, old)
 
-    def _route(self, plural: str, typ: str, obj: Obj) -> None:
+    def _route(self, plural: str, typ: str, obj: Obj, old: Obj | None = None) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
+        if plural in ("pods", "resourceclaims", "resourceslices", "devicetaintrules"):
+            self.devicetaints.route(plural, typ, obj, old)
+            if plural in ("resourceslices", "devicetaintrules"):
+                return
         if plural in ("pods", "resourceclaims", "resourceclaimtemplates"):
             self.resourceclaims.route(plural, typ, obj)
             if plural == "resourceclaimtemplates":

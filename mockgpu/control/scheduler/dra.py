@@ -1,5 +1,6 @@
-"""The scheduler's DRA state: DeviceClasses, ResourceSlices and ResourceClaims from the watches, plus the claims it
-has allocated but not yet seen written back (upstream's assume cache for claims), and the PreBind writes.
+"""The scheduler's DRA state: DeviceClasses, ResourceSlices, ResourceClaims and DeviceTaintRules from the watches,
+plus the claims it has allocated but not yet seen written back (upstream's assume cache for claims), and the
+PreBind writes.
 
 ``snapshot()`` is what a cycle's DynamicResources plugin reads; the pool index inside it is rebuilt only when a
 slice or class changed. After a pod with claims is chosen, ``assume(pod, allocations)`` records the claims as
@@ -29,7 +30,7 @@ from mockgpu.sched.dra.snapshot import DraSnapshot
 from mockgpu.sched.plugins.dynamic_resources import ClaimLookupError, has_claims, pod_claims
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
-KINDS = ("deviceclasses", "resourceslices", "resourceclaims")
+KINDS = ("deviceclasses", "resourceslices", "resourceclaims", "devicetaintrules")
 CONFLICT_RETRIES = 5
 
 
@@ -51,6 +52,7 @@ class DraStore:
     def __init__(self) -> None:
         self.classes: dict[str, dict] = {}
         self.slices: dict[str, dict] = {}
+        self.taint_rules: dict[str, dict] = {}
         self.claims: dict[str, dict] = {}
         self.assumed: dict[str, tuple[str, dict]] = {}  # claim key → (pod uid, claim as the scheduler wrote it)
         self._snap: DraSnapshot | None = None
@@ -86,13 +88,15 @@ class DraStore:
         self._snap = None
 
     def _table(self, kind: str) -> dict[str, dict]:
-        return {"deviceclasses": self.classes, "resourceslices": self.slices, "resourceclaims": self.claims}[kind]
+        return {"deviceclasses": self.classes, "resourceslices": self.slices, "resourceclaims": self.claims,
+                "devicetaintrules": self.taint_rules}[kind]
 
     # ---- cycles ----------------------------------------------------------------------------------------------
 
     def snapshot(self) -> DraSnapshot:
         if self._snap is None:
-            self._snap = DraSnapshot(dict(self.classes), list(self.slices.values()), {})
+            self._snap = DraSnapshot(dict(self.classes), list(self.slices.values()), {},
+                                     [self.taint_rules[k] for k in sorted(self.taint_rules)])
         claims = dict(self.claims)
         for key, (_, claim) in self.assumed.items():
             claims[key] = claim

@@ -9,8 +9,8 @@ the pod as upstream's binding does) and posts the ``Scheduled`` event. On failur
 ``PodScheduled=False`` and the filter/score annotations, a ``FailedScheduling`` event (aggregated), and waits
 in the queue for a cluster event or its backoff. See ``mockgpu/sched/README.md`` for the design note.
 
-DRA: three more informers (``resource.k8s.io/v1`` deviceclasses, resourceslices, resourceclaims; optional, so an
-API server without that group still works) feed ``dra.DraStore``, whose snapshot each cycle hands to
+DRA: four more informers (``resource.k8s.io/v1`` deviceclasses, resourceslices, resourceclaims, devicetaintrules;
+optional, so an API server without that group still works) feed ``dra.DraStore``, whose snapshot each cycle hands to
 DynamicResources. A pod whose claims do not all exist is held by PreEnqueue (nothing written, as upstream) until a
 claim event. A chosen pod's claims are assumed allocated at once; the writer first writes each claim's
 ``status.allocation`` and ``reservedFor`` (PreBind), then binds; the pod also gets ``mockgpu.io/dra-allocation``

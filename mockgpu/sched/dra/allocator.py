@@ -1,14 +1,15 @@
 """The structured-parameters allocator, as ``k8s.io/dynamic-resource-allocation@v0.37.2/structured`` ("stable").
 
 ``Allocator(classes, slice_index, allocated).allocate(node, claims)`` looks for devices on ``node`` for every
-request of every claim, one claim after the other, one request after the other, one device after the other:
-an exhaustive depth-first search that backtracks and stops at the first full solution. A device is a candidate
-for a request when it is not allocated to another claim (or already picked in this search), its pool is
-complete and valid, the class's selectors and then the request's selectors (CEL) accept it, every shared
-counter it consumes still has enough left in its pool (the pool's counters minus what allocated devices and the
-devices picked so far consume), and every ``matchAttribute`` constraint of the claim that names the request (or
-names none) still holds. ``allocationMode: All`` takes every matching device (all must be free; an incomplete
-or invalid pool makes it an error, as upstream).
+request of every claim, one claim after the other, one request after the other, one device after the other: an
+exhaustive depth-first search that backtracks and stops at the first full solution. A device is a candidate for a
+request when it is not allocated to another claim (or already picked in this search), its pool is complete and
+valid, the class's selectors and then the request's selectors (CEL) accept it, every shared counter it consumes
+still has enough left in its pool (the pool's counters minus what allocated devices and the devices picked so far
+consume), every ``NoSchedule``/``NoExecute`` taint it has (in its slice, or from a matching ``DeviceTaintRule``:
+``taints``) is tolerated by the request (``taintPreventsAllocation``), and every ``matchAttribute`` constraint of
+the claim that names the request (or names none) still holds. ``allocationMode: All`` takes every matching device
+(all must be free; an incomplete or invalid pool makes it an error, as upstream).
 
 Outcomes, as upstream: a list of allocation results (``{"devices": {"results": [...]}, "nodeSelector": ...}``),
 ``None`` when there is no solution on this node, ``FailedOnNode`` when there is none and some pool was invalid
@@ -16,7 +17,7 @@ Outcomes, as upstream: a list of allocation results (``{"devices": {"results": [
 (CEL compile or runtime error, unknown class, a constraint that ``All`` cannot meet) — the plugin turns the last
 into an Error status.
 
-Simplified: no prioritized lists (``firstAvailable``), admin access, device taints/tolerations, binding
+Simplified: no prioritized lists (``firstAvailable``), admin access, binding
 conditions, consumable capacity (``allowMultipleAllocations`` devices are still used by one claim) or device
 configs in the result; the 32-device result limit is checked up front only. A selector's result on a device is
 cached for as long as the slices are unchanged (upstream caches it for one ``Allocate`` call); the verdict is
@@ -30,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from mockgpu.sched.dra.pools import DeviceID, Pool, SliceIndex, counter_value
+from mockgpu.sched.dra.taints import device_taints, prevents_allocation
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
 INVALID_POOLS = "invalid resource pools were encountered"
@@ -91,11 +93,13 @@ def _node_selector(specs: list[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 
 class _Request:
-    __slots__ = ("all_devices", "class_", "claim_index", "name", "num", "selectors")
+    __slots__ = ("all_devices", "class_", "claim_index", "name", "num", "selectors", "tolerations")
 
-    def __init__(self, claim_index: int, name: str, class_: Mapping[str, Any], selectors: list[str], num: int) -> None:
+    def __init__(self, claim_index: int, name: str, class_: Mapping[str, Any], selectors: list[str], num: int,
+                 tolerations: Sequence[Mapping[str, Any]] = ()) -> None:
         self.claim_index, self.name, self.class_, self.selectors, self.num = (
             claim_index, name, class_, selectors, num)
+        self.tolerations = tolerations
         self.all_devices: list[tuple[Pool, dict[str, Any], dict[str, Any]]] | None = None
 
 
@@ -142,13 +146,15 @@ class _MatchAttribute:
 
 
 class Allocator:
-    """One cycle's view: classes by name, the slices (indexed), the devices allocated to claims already."""
+    """One cycle's view: classes by name, the slices (indexed), the devices allocated to claims already, and the
+    DeviceTaintRules whose taints devices get on top of their slices' (upstream's slice tracker patches them in)."""
 
     def __init__(self, classes: Mapping[str, Mapping[str, Any]], slices: SliceIndex,
-                 allocated: set[DeviceID]) -> None:
+                 allocated: set[DeviceID], taint_rules: Sequence[Mapping[str, Any]] = ()) -> None:
         self.classes = classes
         self.slices = slices
         self.allocated = allocated
+        self.taint_rules = taint_rules
         # id(device) → (device, CEL activation)
         self._activations: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._available: dict[str, dict[str, dict[str, Fraction]]] = {}
@@ -258,7 +264,7 @@ class _Run:
                 raise AllocationError(f"claim {key}, request {name}: could not retrieve device class "
                                       f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found')
             mode = exactly.get("allocationMode") or "ExactCount"
-            req = _Request(index, name, class_, selectors, 0)
+            req = _Request(index, name, class_, selectors, 0, list(exactly.get("tolerations") or []))
             if mode == "ExactCount":
                 req.num = int(exactly.get("count") or 1)
             elif mode == "All":
@@ -385,6 +391,8 @@ class _Run:
         dev_id = (pool.driver, pool.name, device.get("name", ""))
         if dev_id in self.a.allocated or dev_id in self.picking:
             return None
+        if prevents_allocation(device_taints(pool.driver, pool.name, device, self.a.taint_rules), req.tolerations):
+            return None  # upstream: not selectable for this request, no error (also under allocationMode: All)
         uses = device.get("consumesCounters") or []
         if uses and not self._reserve_counters(pool, uses):
             return None
@@ -403,8 +411,11 @@ class _Run:
             added.append(c)
         self.picking.add(dev_id)
         results = self.results[req.claim_index]
-        results.append({"request": req.name, "driver": pool.driver, "pool": pool.name,
-                        "device": device.get("name", "")})
+        result: dict[str, Any] = {"request": req.name, "driver": pool.driver, "pool": pool.name,
+                                  "device": device.get("name", "")}
+        if req.tolerations:  # the request's tolerations go with each result (the eviction controller reads them)
+            result["tolerations"] = [dict(t) for t in req.tolerations]
+        results.append(result)
         local = self.local[req.claim_index]
         local.append(s.get("spec") or {})
 

@@ -8,9 +8,9 @@ consume a counter (set) that the pool does not define is invalid. With Partition
 v1.37) counters are honoured.
 
 Simplified: ``spec.nodeSelector`` slices are matched with the scheduler's node-selector code; per-device node
-selection (``perDeviceNodeSelection``), device taints and binding conditions are not modelled (such devices are
-used as if untainted / ignored as upstream's disabled-feature paths do). Pools are visited sorted by (driver,
-pool) and slices by name (upstream: Go map and lister order).
+selection (``perDeviceNodeSelection``) and binding conditions are not modelled (such devices are ignored as
+upstream's disabled-feature paths do); device taints are the allocator's (``taints``). Pools are visited sorted
+by (driver, pool) and slices by name (upstream: Go map and lister order).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What the DynamicResources plugin reads in a cycle: DeviceClasses, ResourceSlices and ResourceClaims.
+"""What the DynamicResources plugin reads in a cycle: DeviceClasses, ResourceSlices, ResourceClaims and
+DeviceTaintRules.
 
 The scheduler loop keeps these from its informers and hands one ``DraSnapshot`` to ``schedule_one``; build a new
 one when slices change so the pool index (``slice_index``) is built once per change, not per cycle. ``claims`` may
@@ -23,6 +24,7 @@ class DraSnapshot:
     classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # name → DeviceClass
     slices: Sequence[dict[str, Any]] = ()
     claims: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # "namespace/name" → ResourceClaim
+    taint_rules: Sequence[dict[str, Any]] = ()  # DeviceTaintRules (their taints join the selected devices')
 
     @cached_property
     def slice_index(self) -> SliceIndex:
@@ -30,7 +32,7 @@ class DraSnapshot:
 
     def with_claims(self, claims: Mapping[str, dict[str, Any]]) -> DraSnapshot:
         """The same classes and slices (and pool index) with another set of claims."""
-        snap = DraSnapshot(self.classes, self.slices, claims)
+        snap = DraSnapshot(self.classes, self.slices, claims, self.taint_rules)
         if "slice_index" in self.__dict__:
             snap.__dict__["slice_index"] = self.__dict__["slice_index"]
         return snap

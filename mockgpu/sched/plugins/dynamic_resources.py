@@ -167,7 +167,7 @@ class DynamicResources:
                                                 f"not exist", resolvable=False)
         if ps.to_allocate:
             in_use = allocated_devices(c for k, c in snap.claims.items())
-            ps.allocator = Allocator(snap.classes, snap.slice_index, in_use)
+            ps.allocator = Allocator(snap.classes, snap.slice_index, in_use, snap.taint_rules)
         return ps
 
     def _pod_state(self, pod: Mapping[str, Any]) -> _PodState | None:

@@ -1,14 +1,16 @@
 """resource.k8s.io/v1 (Dynamic Resource Allocation): DeviceClasses, ResourceClaims, ResourceClaimTemplates,
-ResourceSlices (``pkg/registry/resource/<kind>/strategy.go``; the rules are ``apiserver.resourcev1``). Their
-stores return the deleted object (upstream ``ReturnDeletedObject``); upstream has no short names here."""
+ResourceSlices and DeviceTaintRules (``pkg/registry/resource/<kind>/strategy.go``; the rules are
+``apiserver.resourcev1`` and ``apiserver.devicetaint``). Their stores return the deleted object (upstream
+``ReturnDeletedObject``); upstream has no short names here. DeviceTaintRules are served in v1 since v1.37
+(``DRADeviceTaintRules`` GA, on by default; ``pkg/registry/resource/rest/storage_resource.go``)."""
 
 from __future__ import annotations
 
-from mockgpu.control.apiserver import printers, resourcev1
+from mockgpu.control.apiserver import devicetaint, printers, resourcev1
 from mockgpu.control.apiserver.registry.kind import CLUSTER_FIELDS, STATUS, Kind, Subresource, field_path
 
 GROUP_VERSION = "resource.k8s.io/v1"
-SCHEME_KINDS = frozenset({"DeviceTaintRule"})
+SCHEME_KINDS: frozenset[str] = frozenset()
 _GROUP = "resource.k8s.io"
 
 DEVICECLASS = Kind("deviceclasses", "deviceclass", "DeviceClass", False, group=_GROUP,
@@ -33,4 +35,12 @@ RESOURCESLICE = Kind("resourceslices", "resourceslice", "ResourceSlice", False, 
                          "spec.driver": field_path("spec", "driver"),
                          "spec.pool.name": field_path("spec", "pool", "name")})
 
-KINDS = (DEVICECLASS, RESOURCECLAIM, RESOURCECLAIMTEMPLATE, RESOURCESLICE)
+# cluster-scoped, status kept apart (``/status``); v1's store (``NewRESTv1``) answers DELETE with a Status, not the
+# deleted object as the older versions' stores do
+DEVICETAINTRULE = Kind("devicetaintrules", "devicetaintrule", "DeviceTaintRule", False, group=_GROUP,
+                       subresources=(Subresource("status", "DeviceTaintRule", STATUS),),
+                       prepare=devicetaint.prepare_rule, validate=devicetaint.validate_rule,
+                       validate_status=devicetaint.validate_rule_status,
+                       printer=printers.DEVICETAINTRULE, field_labels=CLUSTER_FIELDS, model="V1DeviceTaintRule")
+
+KINDS = (DEVICECLASS, RESOURCECLAIM, RESOURCECLAIMTEMPLATE, RESOURCESLICE, DEVICETAINTRULE)
