@@ -22,6 +22,7 @@ COMMAND_MODULES: list[str] = [
     "mockgpu.commands.fault",
     "mockgpu.commands.doctor",
     "mockgpu.control.kubelet.publish_command",
+    "mockgpu.commands.metrics",
 ]
 
 

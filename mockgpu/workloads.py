@@ -3,9 +3,14 @@
 * ``inspect``: what the container was given (``NVIDIA_VISIBLE_DEVICES``, ``CUDA_VISIBLE_DEVICES``),
   what CUDA enumerates, and what ``nvidia-smi -L`` prints.
 * ``train``: hold memory on every visible device and report utilization until ``--duration``
-  passes (0: forever). With ``--retry-alloc SIZE`` each step also allocates and frees a small
-  buffer (activations), so a job sharing a time-sliced GPU dies with the CUDA out-of-memory error
-  when a neighbour fills the GPU: the OOM blast radius of time-slicing.
+  passes (0: forever). The utilization varies step by step as ``--profile`` says (``mockgpu.gpu.utilmodel``:
+  ``training``, the default, warms up, hovers around ``--utilization`` with seeded noise and dips at every
+  evaluation step; ``steady`` reports ``--utilization`` at every step; ``idle`` reports 0). With
+  ``--retry-alloc SIZE`` each step also allocates and frees a small buffer (activations), so a job sharing a
+  time-sliced GPU dies with the CUDA out-of-memory error when a neighbour fills the GPU: the OOM blast radius
+  of time-slicing.
+* ``hold``: hold memory on every visible device and compute nothing (utilization 0) until ``--duration`` passes:
+  an idle holder, a GPU allocated but unused.
 * ``infer``: load weights, then grow a KV cache by ``--kv-step`` every ``--interval`` seconds until
   CUDA runs out of memory (or ``--max-steps``).
 A CUDA error is printed as PyTorch ends its traceback (``RuntimeError: CUDA error: ...``) and the
@@ -26,7 +31,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from mockgpu.errors import MockgpuError
-from mockgpu.gpu import cuda
+from mockgpu.gpu import cuda, utilmodel
 from mockgpu.helptext import describe
 
 GIB = 1 << 30
@@ -110,18 +115,35 @@ def cmd_train(args: argparse.Namespace) -> int:
         return cuda_failure(exc, "train: loading the model")
     start, step = time.monotonic(), 0
     while args.duration == 0 or time.monotonic() - start < args.duration:
+        util = utilmodel.utilization(args.profile, step, args.utilization, seed=args.seed)
         step += 1
         try:
             for i in range(n):
-                cuda.report_utilization(i, args.utilization)
+                cuda.report_utilization(i, util)
                 if args.retry_alloc:
                     cuda.free(cuda.malloc(i, args.retry_alloc))
         except cuda.CudaError as exc:
             return cuda_failure(exc, f"train: step {step}")
         if step % args.log_every == 0:
-            say(f"train: step {step} loss={2.5 / math.sqrt(step):.4f} utilization={args.utilization:g}%")
+            say(f"train: step {step} loss={2.5 / math.sqrt(step):.4f} utilization={util:g}%")
         time.sleep(args.interval)
     say(f"train: done after {step} steps")
+    return 0
+
+
+def cmd_hold(args: argparse.Namespace) -> int:
+    try:
+        n = _require_devices()
+        for i in range(n):
+            if args.memory:
+                cuda.malloc(i, args.memory)
+            say(f"hold: cuda:{i} holds {gib(args.memory)} ({cuda.get_device_properties(i).uuid}), computing nothing")
+    except cuda.CudaError as exc:
+        return cuda_failure(exc, "hold: allocating")
+    start = time.monotonic()
+    while args.duration == 0 or time.monotonic() - start < args.duration:
+        time.sleep(min(1.0, args.duration - (time.monotonic() - start)) if args.duration else 1.0)
+    say("hold: done")
     return 0
 
 
@@ -157,7 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t = sub.add_parser("train", help="hold memory and report utilization for a while")
     t.add_argument("--memory", type=parse_size, default=parse_size("10GiB"), help="per device (default 10GiB)")
-    t.add_argument("--utilization", type=float, default=80.0, help="percent reported (default 80)")
+    t.add_argument("--utilization", type=float, default=80.0,
+                   help="percent reported: the mean of the training profile (default 80)")
+    t.add_argument("--profile", choices=utilmodel.PROFILES, default="training",
+                   help="how utilization varies per step (default training: warm-up, noise, evaluation dips)")
+    t.add_argument("--seed", type=int, default=0, help="seed of the training profile's noise (default 0)")
     t.add_argument("--duration", type=float, default=30.0, help="seconds; 0 runs until stopped (default 30)")
     t.add_argument("--interval", type=float, default=1.0, help="seconds per step (default 1)")
     t.add_argument(
@@ -169,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--log-every", type=int, default=1, help="print every N steps (default 1)")
     t.set_defaults(func=cmd_train)
+    h = sub.add_parser("hold", help="hold memory and compute nothing (utilization 0)")
+    h.add_argument("--memory", type=parse_size, default=parse_size("10GiB"), help="per device (default 10GiB)")
+    h.add_argument("--duration", type=float, default=0.0, help="seconds; 0 runs until stopped (default 0)")
+    h.set_defaults(func=cmd_hold)
     i = sub.add_parser("infer", help="grow a KV cache until CUDA runs out of memory")
     i.add_argument("--weights", type=parse_size, default=0, help="memory loaded first (default 0)")
     i.add_argument("--kv-step", type=parse_size, default=parse_size("2GiB"), help="KV growth per step (default 2GiB)")

@@ -2,17 +2,16 @@
 
 ``gpu_state(driver, ...)`` builds the JSON document both backends publish (the embedded kubelet's
 publisher and the kind DaemonSet's ``gpu-state-publisher`` container) from the driver's snapshot and
-inventory; ``metrics_text(doc)`` renders it as Prometheus text with dcgm-exporter's metric and label
-names. The hardware layer knows no Kubernetes: allocations (which container holds which device IDs)
-and time-slicing replicas are passed in by the caller.
+inventory; ``mockgpu.gpu.dcgm`` serves it as dcgm-exporter's metrics. The hardware layer knows no Kubernetes:
+allocations (which container holds which device IDs) and time-slicing replicas are passed in by the caller.
 
 Document (the contract widgets read)::
 
     {"node", "cluster", "time": RFC3339,
-     "gpus": [{"index", "uuid", "product", "model", "memoryTotalMiB", "memoryUsedMiB", "utilization",
+     "gpus": [{"index", "uuid", "pciBusId", "product", "model", "memoryTotalMiB", "memoryUsedMiB", "utilization",
                "healthy", "xids", "numa", "nvlinkPeers", "replicas",
-               "mig": [{"uuid", "profile", "migIndex", "start", "size", "memoryTotalMiB", "memoryUsedMiB",
-                        "healthy"}]}],
+               "mig": [{"uuid", "profile", "migIndex", "gpuInstanceId", "start", "size", "memoryTotalMiB",
+                        "memoryUsedMiB", "utilization", "healthy", "xids"}]}],
      "processes": [{"device", "gpuIndex", "pid", "namespace", "pod", "container", "usedMiB"}],
      "allocations": [{"namespace", "pod", "container", "resource", "deviceIds", "uuids"}],
      "oomEvents": [{"time", "device", "gpuIndex", "namespace", "pod", "container", "requestedMiB", "freeMiB"}]}
@@ -23,7 +22,7 @@ time-shared device's series to every pod that holds a replica of it; so do we, w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,9 +92,10 @@ def gpu_state(driver: Driver, inputs: StateInputs | None = None, *, now: float |
         for m in g.mig:
             ms = snap[m.uuid]
             index_of[m.uuid] = g.index
-            migs.append({"uuid": m.uuid, "profile": m.profile, "migIndex": m.mig_index, "start": m.placement_start,
-                         "size": m.placement_size, "memoryTotalMiB": m.memory_mib, "memoryUsedMiB": ms["used_mib"],
-                         "healthy": ms["healthy"]})
+            migs.append({"uuid": m.uuid, "profile": m.profile, "migIndex": m.mig_index, "gpuInstanceId": m.gi_id,
+                         "start": m.placement_start, "size": m.placement_size, "memoryTotalMiB": m.memory_mib,
+                         "memoryUsedMiB": ms["used_mib"], "utilization": ms["utilization"],
+                         "healthy": ms["healthy"], "xids": list(ms["xids"])})
         leaves = [snap[m.uuid] for m in g.mig] if g.mig else [s]
         for leaf in leaves:
             for p in leaf["processes"]:
@@ -103,7 +103,7 @@ def gpu_state(driver: Driver, inputs: StateInputs | None = None, *, now: float |
                                   "namespace": p["namespace"], "pod": p["pod"], "container": p["container"],
                                   "usedMiB": p["used_mib"]})
         gpus.append({
-            "index": g.index, "uuid": g.uuid, "product": g.product_name, "model": g.model,
+            "index": g.index, "uuid": g.uuid, "pciBusId": g.pci_bus_id, "product": g.product_name, "model": g.model,
             "memoryTotalMiB": g.memory_mib, "memoryUsedMiB": s["used_mib"], "utilization": s["utilization"],
             "healthy": s["healthy"], "xids": list(s["xids"]), "numa": g.numa_node,
             "nvlinkPeers": list(g.nvlink_peers), "replicas": 1 if g.mig else int(inputs.replicas.get(g.uuid, 1)),
@@ -115,66 +115,3 @@ def gpu_state(driver: Driver, inputs: StateInputs | None = None, *, now: float |
             for e in read_ooms(driver.dir)[-MAX_OOM_EVENTS:]]
     return {"node": inv.node, "cluster": inv.cluster, "time": rfc3339(now), "gpus": gpus, "processes": processes,
             "allocations": [a.to_json() for a in inputs.allocations], "oomEvents": ooms}
-
-
-# -- Prometheus text, as dcgm-exporter writes it -------------------------------------------------------
-_HELP = {
-    "DCGM_FI_DEV_GPU_UTIL": "GPU utilization (in %).",
-    "DCGM_FI_DEV_FB_FREE": "Framebuffer memory free (in MiB).",
-    "DCGM_FI_DEV_FB_USED": "Framebuffer memory used (in MiB).",
-    "DCGM_FI_DEV_XID_ERRORS": "Value of the last XID error encountered.",
-}
-
-
-def _escape(v: object) -> str:
-    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(d: Mapping[str, object]) -> str:
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in d.items()) + "}"
-
-
-def _holders(doc: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
-    """Device UUID -> the containers that hold it (from the allocations)."""
-    out: dict[str, list[dict[str, str]]] = {}
-    for a in doc.get("allocations") or []:
-        for u in a.get("uuids") or []:
-            who = {"pod": a["pod"], "namespace": a["namespace"], "container": a["container"]}
-            if who not in out.setdefault(u, []):
-                out[u].append(who)
-    return out
-
-
-def _series(doc: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, object], float]]:
-    host = doc["node"]
-    holders = _holders(doc)
-    for g in doc["gpus"]:
-        base = {"gpu": g["index"], "UUID": g["uuid"], "device": f"nvidia{g['index']}", "modelName": g["product"],
-                "Hostname": host}
-        parts: list[tuple[dict[str, object], str, int, int, float | None]] = []
-        if g["mig"]:
-            for m in g["mig"]:
-                parts.append(({**base, "GPU_I_PROFILE": m["profile"], "GPU_I_ID": m["migIndex"]}, m["uuid"],
-                              m["memoryTotalMiB"], m["memoryUsedMiB"], None))
-        else:
-            parts.append((base, g["uuid"], g["memoryTotalMiB"], g["memoryUsedMiB"], g["utilization"]))
-        for labels, uuid, total, used, util in parts:
-            for who in holders.get(uuid) or [{}]:
-                lab = {**labels, **who}
-                if util is not None:
-                    yield "DCGM_FI_DEV_GPU_UTIL", lab, util
-                yield "DCGM_FI_DEV_FB_FREE", lab, total - used
-                yield "DCGM_FI_DEV_FB_USED", lab, used
-                yield "DCGM_FI_DEV_XID_ERRORS", lab, g["xids"][-1] if g["xids"] else 0
-
-
-def metrics_text(doc: Mapping[str, Any]) -> str:
-    """The document's GPUs as Prometheus exposition text with DCGM field names."""
-    by_name: dict[str, list[str]] = {n: [] for n in _HELP}
-    for name, labels, value in _series(doc):
-        by_name[name].append(f"{name}{_labels(labels)} {value:g}")
-    lines = []
-    for name, rows in by_name.items():
-        if rows:
-            lines += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge", *rows]
-    return "\n".join(lines) + "\n" if lines else ""

@@ -158,3 +158,29 @@ def test_time_slicing_oom_kills_the_neighbour_and_mig_does_not(clean) -> None:
     assert "CUDA error: out of memory" in logs(c, "mig-greedy")
     time.sleep(2)  # several of mig-train's steps after its neighbour's OOM
     assert pod(c, "mig-train")["status"]["phase"] == "Running"
+
+
+def test_the_daemonset_serves_dcgm_metrics_with_the_pod_holding_a_gpu(clean) -> None:
+    """The publisher container's /metrics (port 9400 of its pod IP), read through the API server's pod proxy as an
+    in-cluster scraper would reach it, names the pod holding the GPU; Service mockgpu-dcgm-exporter selects every
+    GPU node's DaemonSet pod."""
+    c = clean
+    create(c, workload_pod("metered", "whole-0", "nvidia.com/gpu", 1, "train", "--memory", "3GiB",
+                           "--interval", "0.2", "--duration", "0", "--log-every", "1000"))
+    wait_for("metered holds its memory", log_has(c, "metered", "holds 3.00 GiB"))
+    (ds_pod,) = json.loads(kubectl(c, "get", "pods", "-n", "mockgpu-system", "-l",
+                                   "app.kubernetes.io/name=mockgpu-device-plugin", "--field-selector",
+                                   "spec.nodeName=whole-0", "-o", "json"))["items"]
+    path = f"/api/v1/namespaces/mockgpu-system/pods/{ds_pod['metadata']['name']}:9400/proxy/metrics"
+
+    def row() -> str | None:
+        text = kubectl(c, "get", "--raw", path, check=False)
+        return next((ln for ln in text.splitlines()
+                     if ln.startswith("DCGM_FI_DEV_FB_USED{") and 'pod="metered"' in ln), None)
+
+    line = wait_for("metered's DCGM_FI_DEV_FB_USED through the pod proxy", row, timeout=60)
+    assert line.endswith(" 3072.0") and 'namespace="default"' in line and 'Hostname="whole-0"' in line, line
+    slices = json.loads(kubectl(c, "get", "endpointslices", "-n", "mockgpu-system", "-l",
+                                "kubernetes.io/service-name=mockgpu-dcgm-exporter", "-o", "json"))["items"]
+    ready = [e for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")]
+    assert sorted(e["nodeName"] for e in ready) == ["mig-0", "shared-0", "whole-0"]

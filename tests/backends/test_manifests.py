@@ -117,3 +117,20 @@ def test_namespace_allows_hostpath_volumes(workshop):
     ns = cluster_manifests(UpOptions(spec=workshop, name="workshop"))[0]
     assert ns["kind"] == "Namespace" and ns["metadata"]["name"] == "mockgpu-system"
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_the_publisher_serves_metrics_behind_an_annotated_service(workshop):
+    """dcgm-exporter's port 9400 on the pod IP, and the prometheus.io annotations in-cluster Prometheus configs
+    (kubernetes-pods, kubernetes-service-endpoints) read, on the pods and on Service mockgpu-dcgm-exporter."""
+    docs = cluster_manifests(UpOptions(spec=workshop, name="workshop"))
+    ds = _by_kind(docs, "DaemonSet")
+    svc = _by_kind(docs, "Service", "mockgpu-dcgm-exporter")
+    scrape = {"prometheus.io/scrape": "true", "prometheus.io/port": "9400", "prometheus.io/path": "/metrics"}
+    assert ds["spec"]["template"]["metadata"]["annotations"] == scrape == svc["metadata"]["annotations"]
+    publisher = ds["spec"]["template"]["spec"]["containers"][1]
+    assert publisher["ports"] == [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
+    assert publisher["command"][-1].rstrip().endswith("--metrics-address 0.0.0.0 --metrics-port 9400")
+    assert svc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 9400, "targetPort": "metrics", "protocol": "TCP"}]
+    assert svc["metadata"]["namespace"] == ds["metadata"]["namespace"] == "mockgpu-system"
+    assert "hostNetwork" not in ds["spec"]["template"]["spec"]  # 0.0.0.0 is the pod's own network namespace

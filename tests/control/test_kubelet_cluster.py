@@ -172,7 +172,8 @@ def test_deletion_with_grace(core: client.CoreV1Api, cluster: EmbeddedCluster, n
 
 def test_gpu_state_configmap(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:
     core.create_namespaced_pod("default", pod("holder", "shared-0", [
-        "mockgpu-workload", "train", "--memory", "3GiB", "--duration", "0", "--utilization", "40"], gpus=1))
+        "mockgpu-workload", "train", "--memory", "3GiB", "--duration", "0", "--utilization", "40",
+        "--profile", "steady"], gpus=1))
     wait_for(lambda: phase(core, "holder") == "Running", what="holder Running")
 
     def state() -> dict | None:
@@ -198,7 +199,7 @@ def test_gpu_state_configmap(core: client.CoreV1Api, cluster: EmbeddedCluster) -
     assert "# TYPE DCGM_FI_DEV_FB_USED gauge" in metrics
     row = next(ln for ln in metrics.splitlines()
                if ln.startswith("DCGM_FI_DEV_FB_USED{") and f'UUID="{gpu["uuid"]}"' in ln)
-    assert 'pod="holder"' in row and 'Hostname="shared-0"' in row and row.endswith(" 3072")
+    assert 'pod="holder"' in row and 'Hostname="shared-0"' in row and row.endswith(" 3072.0")
     core.delete_namespaced_pod("holder", "default", grace_period_seconds=5)
     wait_for(lambda: gone(core, "holder"), what="holder deleted")
 
@@ -267,6 +268,39 @@ def test_standalone_publisher_writes_the_same_shape(core: client.CoreV1Api, clus
     assert doc["node"] == "whole-0" and [g["index"] for g in doc["gpus"]] == [0, 1, 2, 3]
     assert set(doc) == {"node", "cluster", "time", "gpus", "processes", "allocations", "oomEvents"}
     assert "DCGM_FI_DEV_FB_FREE{" in cm.data["metrics"]
+
+
+def test_standalone_publisher_serves_metrics(cluster: EmbeddedCluster) -> None:
+    """``mockgpu gpu-state-publisher --metrics-port`` (the kind DaemonSet: 9400 on the pod IP) serves /metrics."""
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    k = cluster.control_plane.kubelets["whole-0"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "mockgpu.cli", "gpu-state-publisher", "--node", "whole-0",
+                             "--driver-dir", str(k.driver_dir), "--kubeconfig", str(cluster.kubeconfig),
+                             "--checkpoint", str(k.plugin_dir / "kubelet_internal_checkpoint"),
+                             "--metrics-port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+
+    def scrape() -> list[str] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                return [ln for ln in r.read().decode().splitlines() if ln.startswith("DCGM_FI_DEV_FB_FREE{")]
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            return None
+
+    try:
+        rows = wait_for(scrape, what="the publisher's /metrics")
+        assert len(rows) == 4 and all('Hostname="whole-0"' in r for r in rows)
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_issue_13_escape_fails_in_a_pod(core: client.CoreV1Api, cluster: EmbeddedCluster) -> None:

@@ -14,9 +14,10 @@ from mockgpu.config.inventory import node_inventory
 from mockgpu.control.kubelet.publish_command import ClusterInputs
 from mockgpu.control.kubelet.publisher import GpuStatePublisher
 from mockgpu.gpu.cuda import CudaError, CudaRuntime
+from mockgpu.gpu.dcgm import metrics_text
 from mockgpu.gpu.driver import ENV_DRIVER_DIR, Driver, write_node_driver
 from mockgpu.gpu.oomlog import read_ooms
-from mockgpu.gpu.state import DeviceAllocation, StateInputs, device_uuid, gpu_state, metrics_text
+from mockgpu.gpu.state import DeviceAllocation, StateInputs, device_uuid, gpu_state
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec(ROOT / "clusters" / "workshop.yaml")
@@ -57,8 +58,10 @@ def test_document_shape_with_a_process_and_an_oom(tmp_path: Path) -> None:
     text = metrics_text(doc)
     used = [ln for ln in text.splitlines() if ln.startswith("DCGM_FI_DEV_FB_USED{")]
     assert len(used) == 2
-    assert used[0] == (f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="{g0}",device="nvidia0",modelName="NVIDIA A100-SXM4-80GB",'
-                       f'Hostname="shared-0",pod="greedy",namespace="ns",container="c"}} {70 * 1024}')
+    bus = drv.inventory.gpus[0].pci_bus_id  # prometheus_client writes labels sorted by name
+    assert used[0] == (f'DCGM_FI_DEV_FB_USED{{Hostname="shared-0",UUID="{g0}",container="c",device="nvidia0",gpu="0",'
+                       f'modelName="NVIDIA A100-SXM4-80GB",namespace="ns",pci_bus_id="{bus}",pod="greedy"}} '
+                       f'{70 * 1024}.0')
     assert 'pod="' not in used[1]
     assert "# TYPE DCGM_FI_DEV_GPU_UTIL gauge" in text and "# HELP DCGM_FI_DEV_FB_FREE" in text
 
@@ -70,7 +73,8 @@ def test_mig_gpus_report_their_instances(tmp_path: Path) -> None:
     assert g1["utilization"] is None and g1["replicas"] == 1
     assert sorted(m["profile"] for m in g1["mig"]) == ["1g.10gb", "2g.20gb", "3g.40gb"]
     m = g1["mig"][0]
-    assert set(m) == {"uuid", "profile", "migIndex", "start", "size", "memoryTotalMiB", "memoryUsedMiB", "healthy"}
+    assert set(m) == {"uuid", "profile", "migIndex", "gpuInstanceId", "start", "size", "memoryTotalMiB",
+                      "memoryUsedMiB", "utilization", "healthy", "xids"}
     rows = [ln for ln in metrics_text(doc).splitlines() if ln.startswith("DCGM_FI_DEV_FB_USED{")]
     assert len(rows) == 10 and all("GPU_I_PROFILE=" in r for r in rows)
     assert not any(ln.startswith("DCGM_FI_DEV_GPU_UTIL{") for ln in metrics_text(doc).splitlines())

@@ -17,6 +17,7 @@ import pytest
 from mockgpu.config.clusterspec import load_spec
 from mockgpu.config.inventory import node_inventory
 from mockgpu.gpu.driver import write_node_driver
+from mockgpu.gpu.utilmodel import WARMUP, utilization
 from mockgpu.workloads import parse_size
 
 SPEC = Path(__file__).resolve().parents[2] / "clusters" / "workshop.yaml"
@@ -191,3 +192,16 @@ def test_sigterm_releases_and_exits_143(shared_node) -> None:
             p.wait()
     r = run(driver, inv.gpus[0].uuid, "infer", "--kv-step", "80GiB", "--max-steps", "1", "--interval", "0")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_train_reports_the_training_profile_and_hold_reports_nothing(shared_node) -> None:
+    driver, inv = shared_node
+    r = run(driver, inv.gpus[0].uuid, "train", "--memory", "1GiB", "--interval", "0.01", "--utilization", "70",
+            "--seed", "3", "--duration", "0.3")
+    assert r.returncode == 0, r.stderr
+    printed = [float(ln.rsplit("utilization=", 1)[1].rstrip("%")) for ln in r.stdout.splitlines()
+               if "utilization=" in ln]
+    assert len(printed) > WARMUP
+    assert printed == [utilization("training", s, 70, seed=3) for s in range(len(printed))]
+    h = run(driver, inv.gpus[1].uuid, "hold", "--memory", "2GiB", "--duration", "0.2")
+    assert h.returncode == 0 and "computing nothing" in h.stdout, h.stdout + h.stderr

@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 
 from mockgpu.backends.upstream import binaries
+from mockgpu.control.kubelet.exporter import endpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 INSUFFICIENT = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: "
@@ -41,6 +42,16 @@ def test_four_ready_nodes_from_the_real_apiserver(seed_upstream):
         assert {c.type: c.status for c in n.status.conditions}["Ready"] == "True"
     version = json.loads(kubectl(seed_upstream, "get", "--raw", "/version").stdout)
     assert version["gitVersion"] == binaries.versions()["KUBERNETES_VERSION"]
+
+
+def test_nodes_serve_dcgm_metrics_found_through_the_real_apiserver(seed_upstream):
+    """The kubelets' Node annotation survives the real API server (NodeRestriction lets a node annotate itself)."""
+    urls = endpoints(seed_upstream.api_client())
+    assert sorted(urls) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    for node, url in urls.items():
+        with urllib.request.urlopen(url, timeout=5) as r:
+            rows = [ln for ln in r.read().decode().splitlines() if ln.startswith("DCGM_FI_DEV_FB_FREE{")]
+        assert len(rows) == 2 and all(f'Hostname="{node}"' in ln for ln in rows)
 
 
 DEPLOYMENT = """

@@ -5,7 +5,11 @@ Objects (namespace ``mockgpu-system``): the Namespace (Pod Security ``privileged
 hostPath volumes, which ``baseline`` forbids), a ServiceAccount with RBAC for the GPU-state publisher (read
 pods cluster-wide, create/update ConfigMaps in ``mockgpu-system``), ConfigMap ``mockgpu-spec`` (the spec itself),
 ConfigMap ``mockgpu-node-names`` (cluster node name -> spec node name) and the device-plugin DaemonSet, whose
-pods also run ``mockgpu gpu-state-publisher`` (ConfigMap ``gpu-state-<spec node>``, the embedded kubelet's shape).
+pods also run ``mockgpu gpu-state-publisher`` (ConfigMap ``gpu-state-<spec node>``, the embedded kubelet's shape),
+which also serves dcgm-exporter-style ``/metrics`` on port 9400 (dcgm-exporter's) of the pod's IP, and Service
+``mockgpu-dcgm-exporter`` in front of those pods; pods and Service carry the ``prometheus.io/scrape|port|path``
+annotations the common in-cluster Prometheus scrape configs (``kubernetes-pods``, ``kubernetes-service-endpoints``)
+look for, as dcgm-exporter's own Service does with a ServiceMonitor.
 
 How a plugin pod learns its spec node: the downward API cannot put a node *label* into an env var,
 so the pod gets ``NODE_NAME`` from ``fieldRef: spec.nodeName`` and looks it up in the name map, which
@@ -41,6 +45,10 @@ NAMESPACE = "mockgpu-system"
 APP = "mockgpu-device-plugin"
 SERVICE_ACCOUNT = "mockgpu-device-plugin"
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+METRICS_PORT = 9400  # dcgm-exporter's
+METRICS_SERVICE = "mockgpu-dcgm-exporter"
+SCRAPE_ANNOTATIONS = {"prometheus.io/scrape": "true", "prometheus.io/port": str(METRICS_PORT),
+                      "prometheus.io/path": "/metrics"}
 SPEC_MOUNT = "/etc/mockgpu"  # spec.yaml and nodes/<node name> live here in the plugin container
 _LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/part-of": "mockgpu"}
 
@@ -56,7 +64,8 @@ _PUBLISHER_ENTRYPOINT = (
     'node="$(cat "/etc/mockgpu/nodes/$NODE_NAME" 2>/dev/null)" || '
     '{ echo "mockgpu: node $NODE_NAME is not in ConfigMap mockgpu-node-names" >&2; exit 1; }\n'
     'exec mockgpu gpu-state-publisher --node "$node" --kube-node "$NODE_NAME" '
-    f"--driver-dir {DRIVER_DIR} --checkpoint {PLUGIN_DIR}/kubelet_internal_checkpoint\n"
+    f"--driver-dir {DRIVER_DIR} --checkpoint {PLUGIN_DIR}/kubelet_internal_checkpoint "
+    f"--metrics-address 0.0.0.0 --metrics-port {METRICS_PORT}\n"
 )
 
 
@@ -208,6 +217,7 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "device-plugins", "mountPath": PLUGIN_DIR, "readOnly": True},
             {"name": "driver", "mountPath": DRIVER_DIR},
@@ -230,9 +240,20 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate"},
-            "template": {"metadata": {"labels": dict(_LABELS)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": dict(_LABELS), "annotations": dict(SCRAPE_ANNOTATIONS)},
+                         "spec": pod_spec},
         },
     }
+
+
+def metrics_service() -> dict[str, Any]:
+    """Service ``mockgpu-dcgm-exporter``: the DaemonSet pods' ``/metrics`` (port 9400, named ``metrics``)."""
+    meta = _meta(METRICS_SERVICE)
+    meta["annotations"] = dict(SCRAPE_ANNOTATIONS)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"selector": {"app.kubernetes.io/name": APP},
+                     "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics",
+                                "protocol": "TCP"}]}}
 
 
 def dra_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dict[str, Any]]:
@@ -264,4 +285,5 @@ def plugin_manifests(spec: ClusterSpec, opts: PluginManifestOptions) -> list[dic
     plugin = daemonset(opts)
     if dra_nodes(spec):
         plugin = publisher_reads_claims(plugin)
-    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), plugin, *dra_manifests(spec, opts)]
+    return [namespace(), *rbac(), *config_maps(spec, opts.node_names), metrics_service(), plugin,
+            *dra_manifests(spec, opts)]

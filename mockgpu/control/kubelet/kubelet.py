@@ -14,7 +14,8 @@ What it does, as upstream's kubelet does it:
   ``gracePeriodSeconds=0``; a deleted pod is forgotten once its containers are stopped (its log dir,
   ``podlogsgc``, its containers' scratch dirs and records), and a sweep at start and every ``gc_period``
   removes the dirs of pods deleted while no kubelet watched;
-* publishes the node's GPU state (``publisher``);
+* publishes the node's GPU state (``publisher``) and serves it as dcgm-exporter's ``/metrics`` on 127.0.0.1
+  (``exporter``; the URL is the Node's ``mockgpu.io/dcgm-exporter`` annotation);
 * on a node whose pool gives GPUs to DRA (``gpu.management``): watches its plugin registry
   (``pluginwatcher``), runs the DRA driver ``gpu.mockgpu.io`` as its own process (``mockgpu dra-driver``, with
   a kubeconfig for this kubelet's API client written next to it) and prepares pods' ResourceClaims through it
@@ -50,6 +51,8 @@ from mockgpu.control.kubelet.containerlogs import MAX_FILES, MAX_SIZE, LogRotati
 from mockgpu.control.kubelet.devicemanager import DeviceManager
 from mockgpu.control.kubelet.dramanager import DRAManager
 from mockgpu.control.kubelet.events import EventRecorder
+from mockgpu.control.kubelet.exporter import ANNOTATION as METRICS_ANNOTATION
+from mockgpu.control.kubelet.exporter import MetricsExporter
 from mockgpu.control.kubelet.nodestatus import KUBELET_PORT, conditions, node_object, resources
 from mockgpu.control.kubelet.pluginproc import BackOff, PluginProcess
 from mockgpu.control.kubelet.pluginwatcher import PluginWatcher
@@ -121,6 +124,7 @@ class KubeletOptions:
     stop_grace: float = 2.0  # seconds containers get when the kubelet itself stops
     run_plugin: bool = True  # start the device plugin process (False: a test runs its own)
     publish_interval: float = 1.0
+    metrics_port: int | None = 0  # the dcgm-exporter endpoint's port on 127.0.0.1 (0: any free one; None: none)
     port: int = KUBELET_PORT  # advertised in status.daemonEndpoints (the upstream backend serves logs there)
     container_log_max_size: int = MAX_SIZE  # bytes (upstream containerLogMaxSize, 10Mi)
     container_log_max_files: int = MAX_FILES  # upstream containerLogMaxFiles
@@ -168,6 +172,8 @@ class Kubelet:
         self.dra_driver: PluginProcess | None = None
         self.events: EventRecorder | None = None
         self.publisher: GpuStatePublisher | None = None
+        self.exporter = MetricsExporter(node, self.driver_dir, self.state_inputs, port=self.options.metrics_port) \
+            if self.has_gpus and self.options.metrics_port is not None else None
         self.pods = PodSync(self)
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -211,6 +217,8 @@ class Kubelet:
         if self.has_gpus:
             self.publisher = GpuStatePublisher(self.core, self.name, self.driver_dir, inputs=self.state_inputs,
                                                interval=self.options.publish_interval)
+        if self.exporter is not None:
+            self.exporter.start()  # before registering: the Node's annotation names its port
         self._register()
         self._spawn(self._status_loop, f"nodestatus-{self.name}")
         pods = functools.partial(self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.name}")
@@ -267,6 +275,8 @@ class Kubelet:
             self.events.stop()
         if self.publisher is not None:
             self.publisher.stop()
+        if self.exporter is not None:
+            self.exporter.stop()
         for t in self._threads:
             t.join(5)
         self.dm.stop()
@@ -299,12 +309,15 @@ class Kubelet:
 
         cap, alloc = self.dm.node_resources()
         body = node_object(self.spec, self.node, cap, alloc, kubelet_port=self.options.port)
+        if self.exporter is not None:
+            body["metadata"]["annotations"][METRICS_ANNOTATION] = self.exporter.url
         try:
             self.core.create_node(body)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            patch = {"metadata": {"labels": body["metadata"]["labels"]}, "spec": body["spec"]}
+            patch = {"metadata": {"labels": body["metadata"]["labels"],
+                                  "annotations": body["metadata"]["annotations"]}, "spec": body["spec"]}
             self.core.patch_node(self.name, patch, _content_type="application/strategic-merge-patch+json")
         self._post_status()
 

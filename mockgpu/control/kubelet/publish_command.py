@@ -1,6 +1,9 @@
 """``mockgpu gpu-state-publisher``: publish one node's GPU state where a real kubelet runs (the kind DaemonSet's
 second container), in the same ConfigMap shape as the embedded kubelet.
 
+With ``--metrics-port`` it also serves the node's GPUs as dcgm-exporter's ``/metrics``
+(``mockgpu.control.kubelet.exporter``), for an in-cluster Prometheus.
+
 Allocations come from the real kubelet's device checkpoint (``--checkpoint``, in the device plugin dir the
 DaemonSet mounts; its checksum is not verified, see ``kubelet/checkpoint.py``) with pod UIDs resolved to
 names by listing the node's pods; time-slicing replicas from the Node's GFD label ``nvidia.com/gpu.replicas``.
@@ -22,6 +25,7 @@ from typing import Any
 
 from mockgpu.config.clusterspec import load_spec
 from mockgpu.config.inventory import dra_gpus, node_inventory
+from mockgpu.control.kubelet.exporter import MetricsExporter
 from mockgpu.control.kubelet.publisher import GpuStatePublisher, ensure_namespace
 from mockgpu.dra.prepare import cdi_file_name
 from mockgpu.dra.slices import DRIVER, device_uuids
@@ -45,6 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between checks (default 1)")
     p.add_argument("--spec", help="cluster spec file: with --cdi-dir, also publish the devices of prepared claims")
     p.add_argument("--cdi-dir", help="the DRA driver's CDI directory (a claim is prepared while its spec is there)")
+    p.add_argument("--metrics-port", type=int, help="also serve dcgm-exporter-style /metrics on this port (the "
+                   "DaemonSet: 9400, dcgm-exporter's); default: not served")
+    p.add_argument("--metrics-address", default="127.0.0.1",
+                   help="address /metrics listens on (default 127.0.0.1; the DaemonSet: 0.0.0.0 of its pod's own "
+                        "network namespace, so an in-cluster Prometheus reaches it at the pod IP)")
     p.add_argument("--once", action="store_true", help="publish once and exit")
     p.set_defaults(func=run)
 
@@ -190,9 +199,16 @@ def run(args: argparse.Namespace) -> int:
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
+    exporter = MetricsExporter(args.node, driver_dir, inputs, host=args.metrics_address, port=args.metrics_port) \
+        if args.metrics_port is not None else None
     pub.start()
+    if exporter is not None:
+        exporter.start()
+        logging.getLogger(__name__).info("serving dcgm-exporter metrics at %s", exporter.url)
     done.wait()
     pub.stop()
+    if exporter is not None:
+        exporter.stop()
     return 0
 
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.config.nodelabels import NODE_LABEL
+from mockgpu.gpu.dcgm import metrics_text
 from mockgpu.gpu.driver import Driver, DriverNotFound
-from mockgpu.gpu.state import DeviceAllocation, StateInputs, gpu_state, metrics_text
+from mockgpu.gpu.state import DeviceAllocation, StateInputs, gpu_state
 
 log = logging.getLogger(__name__)
 NAMESPACE = "mockgpu-system"
