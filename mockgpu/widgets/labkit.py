@@ -256,11 +256,13 @@ class LabCluster:
 
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
-                   command: tuple[str, ...] = ()) -> Obj:
-        """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it."""
+                   command: tuple[str, ...] = (), backoff_limit: int = 0) -> Obj:
+        """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it.
+        ``backoff_limit``: how many failed pods it replaces (0 here by default: a lab sees the failure)."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions))
+        return self.client.create_job(job_manifest(sub, parallelism=parallelism, completions=completions,
+                                                   backoff_limit=backoff_limit))
 
     def submit_deployment(self, name: str, scenario: str = "infer", gpus: int | str = 1, *, replicas: int = 1,
                           resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
