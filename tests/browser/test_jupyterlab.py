@@ -206,6 +206,26 @@ def check_lab09(page) -> None:
     assert "cannot allocate all claims" in text
 
 
+def check_lab12(page) -> None:
+    """Lab 12 (the learner's copy: both answers None, Run All still goes to the end): the live chart of the GPUs'
+    utilization renders as a picture, and the story's outputs show the fault through both APIs."""
+    chart = page.locator(".jp-OutputArea-output .mockgpu-metricchart").first
+    expect(chart).to_contain_text("DCGM_FI_DEV_GPU_UTIL", timeout=30_000)
+    expect(chart).to_contain_text("both-0 GPU 0")
+    image = page.locator(".jp-OutputArea-output img[alt='DCGM_FI_DEV_GPU_UTIL over time'], "
+                         ".jp-OutputArea-output .widget-image").first
+    expect(image).to_be_visible()
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
+    for line in ("Xid 79 on both-0 GPU 0: GPU has fallen off the bus",
+                 "allocatedResourcesStatus: [('nvidia.com/gpu', ['Unhealthy'])]",
+                 "CUDA error: unspecified launch failure", "both-0 GPU 0: DCGM_FI_DEV_XID_ERRORS 79",
+                 "('gpu.mockgpu.io/xid', '79', 'NoExecute')", "DeviceTaintManagerEviction"):
+        assert line in text, line
+    assert text.count("is still None: set it to") == 2, text
+    assert "Correct" not in text and "Not quite" not in text
+    docs_screenshot(chart, "lab12-utilization.png")
+
+
 CASES = [
     LabCase("01-*.ipynb", check_lab01),
     LabCase("02-*.ipynb", check_lab02),
@@ -216,6 +236,7 @@ CASES = [
     LabCase("07-*.ipynb", check_lab07),
     LabCase("08-*.ipynb", check_lab08, folder=""),  # the learner's copies: their checks expect blank answers
     LabCase("09-*.ipynb", check_lab09, folder=""),
+    LabCase("12-*.ipynb", check_lab12, folder=""),
 ]
 
 
