@@ -5,7 +5,7 @@ What each Xid does follows NVIDIA's Xid catalog and k8s-device-plugin (docs/faul
 the bus) and Xid 48 (a double-bit ECC error) make the GPU Unhealthy in the device plugin's ListAndWatch (the node's
 allocatable drops by one) and in the pods' ``allocatedResourcesStatus``; the application Xids 13, 31, 43, 45, 68 and
 109 leave it healthy. ``clear`` is a fake GPU reset (unlike NVIDIA's plugin, the device becomes healthy again).
-Embedded and upstream clusters (mockgpu's kubelets); not yet on kind.
+Embedded and upstream clusters (mockgpu's kubelets), and kind clusters (written inside the kind nodes).
 """
 
 from __future__ import annotations
@@ -14,9 +14,15 @@ import argparse
 import json
 from datetime import UTC, datetime
 
+import yaml
+
 from mockgpu.backends.base import get_backend
 from mockgpu.backends.common.faults import FaultRecord, LocalFaults
+from mockgpu.backends.common.manifests import NAMESPACE
+from mockgpu.backends.common.run import Runner
 from mockgpu.backends.common.state import ClusterState, mockgpu_home
+from mockgpu.backends.kind.faults import KindFaults
+from mockgpu.config.clusterspec import parse_spec
 from mockgpu.errors import MockgpuError
 from mockgpu.helptext import describe
 
@@ -47,8 +53,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ls.set_defaults(func=run_list)
 
 
-def _faults(name: str | None) -> LocalFaults:
-    """The faults of cluster ``name`` (or the only local cluster); MockgpuError in one line otherwise."""
+def _faults(name: str | None) -> LocalFaults | KindFaults:
+    """The faults of cluster ``name`` (or the only local cluster); MockgpuError in one line otherwise. A name with
+    no local state but a kind cluster of that name is the kind cluster (its spec read from its ``mockgpu-spec``
+    ConfigMap, the one the DaemonSets read)."""
     if name is None:
         home = mockgpu_home(None)
         names = sorted(p.name for p in home.iterdir() if (p / "cluster.json").is_file()) if home.is_dir() else []
@@ -57,13 +65,30 @@ def _faults(name: str | None) -> LocalFaults:
         name = names[0]
     state = ClusterState.of(name)
     if not state.exists():
-        raise MockgpuError(f"no cluster named '{name}' (see mockgpu status)", exit_code=2)
+        kind = _kind_faults(name)
+        if kind is None:
+            raise MockgpuError(f"no cluster named '{name}' (see mockgpu status)", exit_code=2)
+        return kind
     backend = str(state.read_config().get("backend") or "embedded")
     if backend not in LOCAL_BACKENDS:
         get_backend(backend)  # an unknown name is refused there
-        raise MockgpuError(f"fault injection is not implemented on the {backend} backend yet "
-                           "(use --backend embedded or upstream)", exit_code=2)
+        raise MockgpuError(f"fault injection is not implemented on the {backend} backend "
+                           "(use --backend embedded, upstream or kind)", exit_code=2)
     return LocalFaults(state)
+
+
+def _kind_faults(name: str) -> KindFaults | None:
+    """The kind cluster ``name``'s faults, or None when kind has no such cluster (or is not installed)."""
+    backend = get_backend("kind")
+    if backend.is_available() is not None:
+        return None
+    info = backend.status(name)
+    if info is None:
+        return None
+    runner = Runner()
+    res = runner.check(["kubectl", "--kubeconfig", str(info.kubeconfig), "--context", f"kind-{name}", "-n", NAMESPACE,
+                        "get", "configmap", "mockgpu-spec", "-o", r"jsonpath={.data.spec\.yaml}"], timeout=60)
+    return KindFaults(runner, parse_spec(yaml.safe_load(res.stdout)), name)
 
 
 def _line(r: FaultRecord) -> str:

@@ -101,7 +101,7 @@ class XidEvent:
         return {"uuid": self.uuid, "xid": self.xid, "time": self.time}
 
 
-def _parse(raw: bytes) -> list[XidEvent]:
+def parse_events(raw: bytes) -> list[XidEvent]:
     """The events of a file; entries of the wrong shape are ignored (defence in depth: only the owner writes it)."""
     try:
         doc = json.loads(raw)
@@ -133,7 +133,7 @@ class FaultLog:
         file) raises FaultsUnreadable: a hidden fault never reads as a healthy GPU."""
         try:
             with Dir.open(self.dir) as top:
-                return _parse(top.read(XIDS, MAX_XIDS_BYTES))
+                return parse_events(top.read(XIDS, MAX_XIDS_BYTES))
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -145,7 +145,7 @@ class FaultLog:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 try:
-                    old = _parse(top.read(XIDS, MAX_XIDS_BYTES))
+                    old = parse_events(top.read(XIDS, MAX_XIDS_BYTES))
                 except FileNotFoundError:
                     old = []
                 new = fn(old)[-MAX_EVENTS:]
@@ -178,5 +178,5 @@ class FaultLog:
 
 
 __all__ = ["APPLICATION_XIDS", "CONTAINER_FAULTS_DIR", "ECC_XIDS", "FAULTS", "LOST_XIDS", "XID_NAMES", "FaultLog",
-           "FaultsUnreadable", "XidEvent", "faults_dir_for",
+           "FaultsUnreadable", "XidEvent", "faults_dir_for", "parse_events",
            "node_dirs", "record_node_dirs"]

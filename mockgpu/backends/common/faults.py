@@ -18,6 +18,7 @@ from mockgpu.backends.common.state import ClusterState, node_root
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import Driver, DriverNotFound
 from mockgpu.gpu.faults import XID_NAMES, XidEvent, node_dirs
+from mockgpu.gpu.inventory import NodeInventory
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,8 @@ class FaultRecord:
         return {"node": self.node, "gpu": self.gpu, "uuid": self.uuid, "xid": self.xid, "time": self.time}
 
 
-def resolve_gpu(driver: Driver, gpu: int | str) -> tuple[int, str]:
-    """(index, UUID) of the GPU or MIG instance ``gpu`` names on the driver's node; MockgpuError otherwise."""
-    inv = driver.inventory
+def resolve_gpu(inv: NodeInventory, gpu: int | str) -> tuple[int, str]:
+    """(index, UUID) of the GPU or MIG instance ``gpu`` names in a node's inventory; MockgpuError otherwise."""
     text = str(gpu).strip()
     for g in inv.gpus:
         if text in (str(g.index), g.uuid):
@@ -85,7 +85,7 @@ class LocalFaults:
 
     def inject(self, node: str, gpu: int | str, xid: int) -> FaultRecord:
         driver = self.driver(node)
-        index, uuid = resolve_gpu(driver, gpu)
+        index, uuid = resolve_gpu(driver.inventory, gpu)
         ev = driver.faults.inject(uuid, int(xid))
         return FaultRecord(node, index, ev.uuid, ev.xid, ev.time)
 
@@ -96,7 +96,7 @@ class LocalFaults:
         removed = 0
         for name in [node] if node else self._started():
             driver = self.driver(name)
-            removed += driver.faults.clear({resolve_gpu(driver, gpu)[1]} if gpu is not None else None)
+            removed += driver.faults.clear({resolve_gpu(driver.inventory, gpu)[1]} if gpu is not None else None)
         return removed
 
     def _started(self) -> list[str]:

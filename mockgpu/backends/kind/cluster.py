@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.kind.faults import KindFaults
 from mockgpu.backends.kind.schedresults import SchedulerResults
 from mockgpu.control.scheduler.config import load_scheduler_config
 from mockgpu.errors import MockgpuError
-
-KIND_FAULTS = "fault injection is not implemented on the kind backend yet (use --backend embedded or upstream)"
 
 
 class _KindSteps(Protocol):
@@ -70,12 +69,18 @@ class KindCluster:
     def info(self) -> ClusterInfo:
         return self._info or ClusterInfo(self.name, "kind", "", self.kubeconfig, "stopped")
 
-    # Faults: not yet on kind (they would be written inside each kind node, beside /var/lib/mockgpu/driver).
+    # Faults: written inside the kind nodes, beside /var/lib/mockgpu/driver (backends/kind/faults.py)
+    def _faults(self) -> KindFaults:
+        runner = getattr(self.backend, "runner", None)
+        if runner is None:
+            raise MockgpuError("fault injection on kind needs the kind backend's runner", exit_code=2)
+        return KindFaults(runner, self.opts.spec, self.name)
+
     def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
-        raise MockgpuError(KIND_FAULTS, exit_code=2)
+        return self._faults().inject(node, gpu, xid)
 
     def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
-        raise MockgpuError(KIND_FAULTS, exit_code=2)
+        return self._faults().clear(node, gpu)
 
     def faults(self) -> list[Any]:
-        raise MockgpuError(KIND_FAULTS, exit_code=2)
+        return self._faults().list()
