@@ -77,6 +77,7 @@ def record_node_dirs(root: Path, driver_dir: Path) -> None:
     doc = {"driver": str(driver_dir), "faults": str(faults_dir_for(driver_dir))}
     with Dir.open(root) as d:
         d.write_atomic(NODE_DIRS, json.dumps(doc).encode())
+        os.chmod(NODE_DIRS, 0o600, dir_fd=d.fd)  # the node's state is its kubelet's alone (privatefs' mode)
 
 
 def node_dirs(root: Path) -> dict[str, Path] | None:
