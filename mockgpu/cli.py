@@ -19,6 +19,7 @@ COMMAND_MODULES: list[str] = [
     "mockgpu.dra.command",
     "mockgpu.sim.command",
     "mockgpu.commands.cluster",
+    "mockgpu.commands.fault",
     "mockgpu.commands.doctor",
     "mockgpu.control.kubelet.publish_command",
     "mockgpu.commands.metrics",

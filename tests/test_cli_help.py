@@ -31,7 +31,9 @@ def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     (["doctor", "--help"], "mockgpu doctor: what this machine supports -- the workload sandbox (the probe mockgpu up "
                            "runs), Docker, Go, kind, kubectl, the upstream binaries and Chromium -- and what each "
                            "backend would need here."),
-], ids=["mockgpu", "device-plugin", "gpu-state-publisher", "mockgpu-workload", "doctor"])
+    (["fault", "--help"], "mockgpu fault inject|clear|list: inject GPU faults (Xid events) into a running cluster's "
+                          "nodes, as the kernel driver would report them, in host-side state its pods cannot write."),
+], ids=["mockgpu", "device-plugin", "gpu-state-publisher", "mockgpu-workload", "doctor", "fault"])
 def test_help_prints_the_whole_description(argv, description, capsys):
     assert description in _help(argv, capsys)
 

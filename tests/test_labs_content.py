@@ -1,5 +1,5 @@
-"""Labs 01–07, 09 and 11 keep their teaching shape: goals, a cluster from clusters/, exercises whose stored check says
-Correct, and a cluster that outlives Run All. These are the labs with answers, labs/solutions/ (nbval runs
+"""Labs 01–07, 09, 11 and 12 keep their teaching shape: goals, a cluster from clusters/, exercises whose stored check
+says Correct, and a cluster that outlives Run All. These are the labs with answers, labs/solutions/ (nbval runs
 them; this checks the stored notebooks); tests/test_labs_copies.py checks the learner copies made from them."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _text(cell) -> str:
 labs = pytest.mark.parametrize("path", LABS, ids=[p.stem[:2] for p in LABS])
 
 
-def test_labs_01_to_07_09_and_11_exist():
-    assert [p.name[:2] for p in LABS] == ["01", "02", "03", "04", "05", "06", "07", "09", "11"]
+def test_labs_01_to_07_09_11_and_12_exist():
+    assert [p.name[:2] for p in LABS] == ["01", "02", "03", "04", "05", "06", "07", "09", "11", "12"]
 
 
 @labs

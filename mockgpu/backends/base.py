@@ -107,6 +107,17 @@ class Cluster(Protocol):
     def info(self) -> ClusterInfo:
         """Where it is, as ``mockgpu status`` shows it."""
 
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
+        """Inject Xid ``xid`` on GPU ``gpu`` (its index on the node, or a GPU/MIG UUID) of ``node``, in host-side
+        state pods cannot write; returns the record (``backends/common/faults.FaultRecord``: node, gpu, uuid, xid,
+        time). MockgpuError where the backend cannot (kind, a kubeconfig's cluster: not yet)."""
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        """Forget injected faults (of one GPU, one node, or every node); returns how many were removed."""
+
+    def faults(self) -> list[Any]:
+        """Every injected fault (records as ``inject_fault`` returns), oldest first."""
+
 
 class Backend(Protocol):
     """What a backend does (kind's ``Provider``). Errors a user can fix are raised as MockgpuError."""

@@ -4,7 +4,9 @@ As NVIDIA's plugin with ``deviceListStrategy: envvar``: ``NVIDIA_VISIBLE_DEVICES
 comma-joined device IDs with replica suffixes stripped and duplicates removed (two replicas of one
 GPU give that GPU once). mockgpu's additions, because its workloads talk to a fake driver rather
 than to /dev/nvidia*: the node's driver directory is mounted read-write at
-``/run/mockgpu/driver`` and ``MOCKGPU_DRIVER_DIR`` points there; optionally the fake
+``/run/mockgpu/driver`` and ``MOCKGPU_DRIVER_DIR`` points there, and its sibling holding the injected faults
+(``mockgpu.gpu.faults``) read-only at ``/run/mockgpu/faults``, so a pod sees them and cannot change them;
+optionally the fake
 ``nvidia-smi`` is mounted read-only at ``/usr/bin/nvidia-smi``.
 
 Not simulated: the other ``deviceListStrategy`` values (volume-mounts, CDI) and ``passDeviceSpecs``
@@ -25,6 +27,7 @@ from pathlib import Path
 from mockgpu.deviceplugin.api import api_pb2 as pb
 from mockgpu.deviceplugin.resources import ResourceManager
 from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, ENV_DRIVER_DIR
+from mockgpu.gpu.faults import CONTAINER_FAULTS_DIR, faults_dir_for
 
 NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -53,6 +56,8 @@ def container_response(
         envs[ENV_DRIVER_DIR] = CONTAINER_DRIVER_DIR
         mounts.append(pb.Mount(container_path=CONTAINER_DRIVER_DIR, host_path=str(settings.driver_dir),
                                read_only=False))
+        mounts.append(pb.Mount(container_path=CONTAINER_FAULTS_DIR,
+                               host_path=str(faults_dir_for(settings.driver_dir)), read_only=True))
     if settings.nvidia_smi is not None:
         mounts.append(pb.Mount(container_path=CONTAINER_NVIDIA_SMI, host_path=str(settings.nvidia_smi),
                                read_only=True))

@@ -36,6 +36,7 @@ from typing import Any
 
 from mockgpu.dra.slices import DRIVER
 from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, ENV_DRIVER_DIR
+from mockgpu.gpu.faults import CONTAINER_FAULTS_DIR, faults_dir_for
 
 CDI_VERSION = "0.6.0"  # the first with device annotations
 CDI_KIND = f"{DRIVER}/gpu"
@@ -91,7 +92,8 @@ def cdi_spec(claim_uid: str, results: list[dict[str, Any]], uuids: dict[str, str
     """The CDI spec of one claim; PrepareError if a result names a device this node does not publish.
 
     With ``driver_dir``, the spec's common edits also mount the node's fake driver directory and point
-    ``MOCKGPU_DRIVER_DIR`` at it, as the device plugin's Allocate does (the workloads' fake CUDA reads it)."""
+    ``MOCKGPU_DRIVER_DIR`` at it, and its sibling with the injected faults read-only, as the device plugin's
+    Allocate does (the workloads' fake CUDA and nvidia-smi read both; mockgpu.gpu.faults)."""
     by_request: dict[str, list[str]] = {}
     for r in results:
         if r["device"] not in uuids:
@@ -103,7 +105,9 @@ def cdi_spec(claim_uid: str, results: list[dict[str, Any]], uuids: dict[str, str
     if driver_dir is not None:
         common = {"env": [f"{ENV_DRIVER_DIR}={CONTAINER_DRIVER_DIR}"],
                   "mounts": [{"hostPath": str(driver_dir), "containerPath": CONTAINER_DRIVER_DIR,
-                              "options": ["rw", "bind"]}]}
+                              "options": ["rw", "bind"]},
+                             {"hostPath": str(faults_dir_for(driver_dir)), "containerPath": CONTAINER_FAULTS_DIR,
+                              "options": ["ro", "bind"]}]}
     return {
         "cdiVersion": CDI_VERSION,
         "kind": CDI_KIND,

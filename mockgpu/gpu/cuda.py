@@ -11,6 +11,15 @@ environment the kubelet sets: ``MOCKGPU_POD_NAMESPACE``, ``MOCKGPU_POD_NAME``,
 ``MOCKGPU_CONTAINER_NAME`` (falling back to ``POD_NAMESPACE``/``POD_NAME``/``CONTAINER_NAME``).
 A process appears on a device when it first touches it (like creating a CUDA context) and its
 memory is released when it exits (or, if killed, reclaimed by the driver).
+
+Injected faults (``mockgpu fault inject``; ``Driver.health()``, docs/faults.md): every call that uses a device's
+context (``mem_get_info``, ``malloc``, ``free``, ``report_utilization``) on a GPU that has fallen off the bus
+(Xid 79, or a MIG instance whose GPU did) raises code 719 ``cudaErrorLaunchFailure`` ("unspecified launch
+failure"), and on a GPU with a double-bit ECC error (Xid 48) code 214 ``cudaErrorECCUncorrectable``
+("uncorrectable ECC error encountered"). Both are sticky, as the CUDA runtime documents them: the process's
+context is unusable and every later call returns the same error; only a new process recovers. Simplified: which
+error a real lost GPU gives depends on what the process was doing; mockgpu always gives the launch failure.
+Application Xids (13, 31, ...) do not fail the calls (the application already saw its own error).
 """
 
 from __future__ import annotations
@@ -32,12 +41,17 @@ cudaErrorMemoryAllocation = 2
 cudaErrorInvalidValue = 1
 cudaErrorNoDevice = 100
 cudaErrorInvalidDevice = 101
+cudaErrorECCUncorrectable = 214
+cudaErrorLaunchFailure = 719
 _TEXT = {
     cudaErrorInvalidValue: "invalid argument",
     cudaErrorMemoryAllocation: "out of memory",
     cudaErrorNoDevice: "no CUDA-capable device is detected",
     cudaErrorInvalidDevice: "invalid device ordinal",
+    cudaErrorECCUncorrectable: "uncorrectable ECC error encountered",
+    cudaErrorLaunchFailure: "unspecified launch failure",
 }
+STICKY = frozenset({cudaErrorECCUncorrectable, cudaErrorLaunchFailure})
 
 
 class CudaError(RuntimeError):
@@ -100,6 +114,7 @@ class CudaRuntime:
             self.driver, self.devices = None, []
         self._touched: set[str] = set()
         self._live: dict[int, Allocation] = {}
+        self._sticky: CudaError | None = None  # a fault broke this process's context: every call fails so
 
     def _device(self, i: int) -> CudaDevice:
         if not self.devices:
@@ -108,8 +123,22 @@ class CudaRuntime:
             raise CudaError(cudaErrorInvalidDevice, f"device {i}; {len(self.devices)} visible")
         return self.devices[i]
 
+    def _check_faults(self, dev: CudaDevice) -> None:
+        """Raise the sticky error of a fault on ``dev`` (or one this process already met)."""
+        if self._sticky is not None:
+            raise self._sticky
+        assert self.driver is not None
+        h = self.driver.health().get(dev.uuid)
+        if h is not None and h.lost:
+            self._sticky = CudaError(cudaErrorLaunchFailure, f"GPU {dev.uuid} has fallen off the bus (Xid 79)")
+        elif h is not None and h.ecc_uncorrectable:
+            self._sticky = CudaError(cudaErrorECCUncorrectable, f"double bit ECC error on {dev.uuid} (Xid 48)")
+        if self._sticky is not None:
+            raise self._sticky
+
     def _context(self, i: int) -> CudaDevice:
         dev = self._device(i)
+        self._check_faults(dev)
         if dev.uuid not in self._touched:
             assert self.driver is not None
             self.driver.register(dev.uuid, self.who)
@@ -147,6 +176,7 @@ class CudaRuntime:
         return alloc
 
     def free(self, alloc: Allocation) -> None:
+        self._check_faults(self._device(alloc.device))
         if self._live.pop(alloc.handle, None) is None:
             raise CudaError(cudaErrorInvalidValue, "not a live allocation of this process")
         assert self.driver is not None

@@ -12,15 +12,18 @@ On-disk layout::
     <dir>/ledgers/<UUID>.json     memory ledger of one physical GPU or one MIG instance (mockgpu.gpu.ledger)
     <dir>/ledgers/<UUID>.lock     its fcntl lock file
     <dir>/ledgers/procs/*.lock    process leases: a live process holds a shared flock on its own
-    <dir>/health.json             injected Xid events, [{"uuid", "xid", "time"}], guarded by health.lock
     <dir>/oom.log                 CUDA out-of-memory failures, one JSON line each (mockgpu.gpu.oomlog)
+
+Injected faults (Xid events) are not in it: they live in the sibling ``<dir>/../faults``, which pods
+cannot write (``mockgpu.gpu.faults``); ``health()`` reads them there and stays the one read path of a
+device's health.
 
 Everything in the directory may have been written by a pod (it is mounted read-write into the containers
 given the node's GPUs), and root reads it (the kubelet's GPU-state publisher, the device plugin's health
 check) and writes it (the layout, ledgers): all of it goes through ``mockgpu.gpu.safedir`` (no symlink
-followed, bounded reads, atomic replacement) and what is parsed is checked (device UUIDs are plain names,
-health events of the wrong shape are ignored). ``write_node_driver(..., owner=)`` gives the directory and
-its ``ledgers``/``procs`` to the workload user once, so nobody needs to chown what is inside.
+followed, bounded reads, atomic replacement) and what is parsed is checked (device UUIDs are plain names).
+``write_node_driver(..., owner=)`` gives the directory and its ``ledgers``/``procs`` to the workload user
+once, so nobody needs to chown what is inside.
 
 Time-sliced replicas (device IDs ``<UUID>::<n>``) share their physical GPU's ledger: the replica
 suffix is stripped before any lookup. A MIG instance has its own ledger; the parent GPU's memory in
@@ -29,16 +32,15 @@ the snapshot is the sum of its instances'.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mockgpu.errors import MockgpuError
+from mockgpu.gpu.faults import APPLICATION_XIDS, ECC_XIDS, LOST_XIDS, FaultLog, faults_dir_for
 from mockgpu.gpu.inventory import MigInstance, NodeInventory, PhysicalGPU, inventory_from_dict, inventory_to_dict
 from mockgpu.gpu.ledger import LEDGERS, PROCS, Ledger, ProcessIdentity
 from mockgpu.gpu.safedir import Dir, check_name
@@ -49,14 +51,9 @@ ENV_DRIVER_DIR = "MOCKGPU_DRIVER_DIR"
 # examples of the reference); R550 drivers report CUDA 12.4.
 DRIVER_VERSION = "550.107.02"
 CUDA_VERSION = "12.4"
-# Xids NVIDIA's device plugin treats as application errors that leave the GPU healthy
-# (k8s-device-plugin internal/rm/health.go).
-APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
 MIB = 1 << 20
 INVENTORY = "inventory.json"
-HEALTH, HEALTH_LOCK = "health.json", "health.lock"
 MAX_INVENTORY_BYTES = 4 << 20
-MAX_HEALTH_BYTES = 4 << 20
 
 
 class DriverNotFound(MockgpuError):
@@ -87,7 +84,8 @@ def _devices(inv: NodeInventory) -> list[PhysicalGPU | MigInstance]:
 
 def write_node_driver(directory: str | Path, inventory: NodeInventory, *, owner: tuple[int, int] | None = None
                       ) -> Path:
-    """Create or refresh a node's driver directory. Idempotent: ledgers and health are never clobbered.
+    """Create or refresh a node's driver directory and its sibling ``faults`` (left as they are, and the caller's:
+    never given to ``owner``). Idempotent: ledgers and injected faults are never clobbered.
     ``owner``: (uid, gid) to give the directory, ``ledgers`` and ``ledgers/procs`` to (the workload user,
     when the kubelet runs as root), so workloads can create their files there; files stay whose they are."""
     d = Path(directory)
@@ -106,6 +104,8 @@ def write_node_driver(directory: str | Path, inventory: NodeInventory, *, owner:
             top.write_atomic(INVENTORY, text)
     for dev in _devices(inventory):
         Ledger.create(d, dev.uuid, dev.memory_mib * MIB)
+    with Dir.open(faults_dir_for(d), create=True) as faults:  # the caller's, 0755: pods read it, never write
+        os.fchmod(faults.fd, 0o755)
     return d
 
 
@@ -115,6 +115,16 @@ class Health:
 
     healthy: bool
     xids: tuple[int, ...]  # every Xid injected on it (or on its parent GPU), oldest first
+
+    @property
+    def lost(self) -> bool:
+        """The GPU fell off the bus (Xid 79): NVML cannot reach it, its CUDA contexts fail."""
+        return any(x in LOST_XIDS for x in self.xids)
+
+    @property
+    def ecc_uncorrectable(self) -> bool:
+        """A double-bit ECC error (Xid 48) hit it: its CUDA contexts fail with cudaErrorECCUncorrectable."""
+        return any(x in ECC_XIDS for x in self.xids)
 
 
 class Driver:
@@ -174,49 +184,28 @@ class Driver:
         return st["total_bytes"] - st["used_bytes"], st["total_bytes"]
 
     # -- health ---------------------------------------------------------------------------------
-    def _health_events(self, top: Dir | None = None) -> list[dict[str, Any]]:
-        """The recorded Xid events; one of the wrong shape is ignored (the file is writable by pods)."""
-        try:
-            if top is None:
-                with Dir.open(self.dir) as top:
-                    events = json.loads(top.read(HEALTH, MAX_HEALTH_BYTES))
-            else:
-                events = json.loads(top.read(HEALTH, MAX_HEALTH_BYTES))
-        except (OSError, ValueError):
-            return []
-        if not isinstance(events, list):
-            return []
-        return [e for e in events if isinstance(e, dict) and isinstance(e.get("uuid"), str)
-                and isinstance(e.get("xid"), int) and not isinstance(e["xid"], bool)]
-
-    def _edit_health(self, fn: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
-        with Dir.open(self.dir) as top:
-            fd = top.open_lock(HEALTH_LOCK)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                events = fn(self._health_events(top))
-                top.write_atomic(HEALTH, json.dumps(events).encode())
-            finally:
-                os.close(fd)
+    @property
+    def faults(self) -> FaultLog:
+        """The node's injected Xids: host-side, next to this directory, not writable by pods (mockgpu.gpu.faults)."""
+        return FaultLog.for_driver(self.dir)
 
     def inject_xid(self, device_id: str, xid: int) -> None:
-        """Record an Xid event on a GPU or MIG instance (as the kernel driver would log it)."""
-        uuid = self._known(device_id)
-        self._edit_health(lambda ev: [*ev, {"uuid": uuid, "xid": int(xid), "time": time.time()}])
+        """Record an Xid event on a GPU or MIG instance (as the kernel driver would log it). Only the faults
+        directory's owner can (the cluster's user: ``mockgpu fault inject``); a pod cannot."""
+        self.faults.inject(self._known(device_id), int(xid))
 
-    def clear_xids(self, device_id: str | None = None) -> None:
-        """Forget injected Xids (of one device, or all): a fake GPU reset."""
-        uuid = base_uuid(device_id) if device_id else None
-        self._edit_health(lambda ev: [e for e in ev if uuid is not None and e["uuid"] != uuid])
+    def clear_xids(self, device_id: str | None = None) -> int:
+        """Forget injected Xids (of one device, or all): a fake GPU reset. Returns how many were removed."""
+        return self.faults.clear({base_uuid(device_id)} if device_id else None)
 
     def health(self) -> dict[str, Health]:
         """Health per device UUID. A device is unhealthy once it, or its parent GPU, had an Xid that is
         not an application error (the NVIDIA device plugin's rule; it never recovers on its own)."""
-        events = self._health_events()
+        events = self.faults.events()
         out: dict[str, Health] = {}
         for dev in _devices(self.inventory):
             ids = {dev.uuid} | ({dev.parent_uuid} if isinstance(dev, MigInstance) else set())
-            xids = tuple(e["xid"] for e in events if e["uuid"] in ids)
+            xids = tuple(e.xid for e in events if e.uuid in ids)
             out[dev.uuid] = Health(healthy=all(x in APPLICATION_XIDS for x in xids), xids=xids)
         return out
 

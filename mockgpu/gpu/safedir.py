@@ -1,7 +1,7 @@
 """Files in a directory that a less trusted process can write, touched without following anything in it.
 
 A node's driver directory is mounted read-write into every container given one of its GPUs: anything in it
-(``ledgers/``, ``ledgers/procs/``, every ledger, lock, lease, ``health.json``, ``oom.log``,
+(``ledgers/``, ``ledgers/procs/``, every ledger, lock, lease, ``oom.log``,
 ``inventory.json``) may have been replaced by a pod -- by a symlink to a host file, a FIFO, a huge file, a
 forged name. The same code also runs as root (the kubelet, its GPU-state publisher, the device plugin and
 the DRA driver), so it follows these rules, the ones the kernel gives for exactly this (``openat(2)``):

@@ -7,6 +7,11 @@ temperature, power draw, fan, persistence and ECC cells are illustrative (power 
 follow utilization); ``memory.free`` is total minus used (no reserved memory); the Processes table
 lists every process on a visible device, whatever its PID namespace (a real container shows only
 its own).
+
+A GPU that has fallen off the bus (an injected Xid 79, ``mockgpu fault inject``) cannot be reached: like the real
+tool, nvidia-smi prints ``Unable to determine the device handle for GPU <bus id>: GPU is lost.  Reboot the system
+to recover this GPU`` for it (NVML's NVML_ERROR_GPU_IS_LOST) and exits 15; the other GPUs it was given are shown
+as usual after that line (simplified: the real tool's output for a partly lost node varies by driver release).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVI
 EXIT_NO_DRIVER = 9  # nvidia-smi(1) RETURN VALUE: 9 - NVIDIA driver is not loaded
 EXIT_NO_DEVICES = 6  # 6 - a query to find an object was unsuccessful
 EXIT_BAD_ARGS = 2  # 2 - a supplied argument or flag is invalid
+EXIT_GPU_LOST = 15  # 15 - the GPU has fallen off the bus or has otherwise become inaccessible
 
 # --query-gpu fields: header unit and formatter (value, with_units) -> str
 _UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB", "utilization.gpu": "%",
@@ -210,6 +216,26 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, list[str]]:
         given = chosen
     if not given:
         return EXIT_NO_DEVICES, ["No devices were found"]
+    health = driver.health()
+    lost = [gg for gg in given if health[gg.gpu.uuid].lost]
+    if lost:
+        lines = [lost_line(gg.gpu.pci_bus_id) for gg in lost]
+        rest = [gg for gg in given if gg not in lost]
+        if not rest:
+            return EXIT_GPU_LOST, lines
+        code, more = _show(args, rest, driver)
+        return (code or EXIT_GPU_LOST), lines + more
+    return _show(args, given, driver)
+
+
+def lost_line(pci_bus_id: str) -> str:
+    """What nvidia-smi prints for a GPU NVML reports lost (its bus id with a 4-digit domain, as it prints it)."""
+    domain, _, rest = pci_bus_id.partition(":")
+    return (f"Unable to determine the device handle for GPU {domain[-4:]}:{rest}: GPU is lost.  "
+            "Reboot the system to recover this GPU")
+
+
+def _show(args: argparse.Namespace, given: Sequence[GivenGPU], driver: Driver) -> tuple[int, list[str]]:
     if args.list_gpus:
         return 0, list_gpus(given)
     snap = driver.snapshot()

@@ -175,6 +175,25 @@ class LabCluster:
                       f"(it lives until lab.close() or the kernel stops)")
         return self
 
+    # -- faults (mockgpu fault; the Cluster interface of backends/base.py) ------------------------------
+    def _started(self) -> Cluster:
+        if self.cluster is None:
+            raise MockgpuError("fault injection needs a cluster this lab started (not MOCKGPU_KUBECONFIG's): "
+                               "run lab.start() first")
+        return self.cluster
+
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
+        """Inject Xid ``xid`` on GPU ``gpu`` (index or UUID) of ``node``, as ``mockgpu fault inject`` does."""
+        return self._started().inject_fault(node, gpu, xid)
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        """Forget injected faults (a fake GPU reset), as ``mockgpu fault clear`` does."""
+        return self._started().clear_faults(node, gpu)
+
+    def faults(self) -> list[Any]:
+        """The injected faults, as ``mockgpu fault list`` shows them."""
+        return self._started().faults()
+
     def _backend(self) -> Backend:
         return get_backend(self.backend, home=self.home)
 
@@ -251,12 +270,13 @@ class LabCluster:
 
     def submit_job(self, name: str, scenario: str = "train", gpus: int | str = 1, *, parallelism: int = 1,
                    completions: int | None = None, resource: str = "nvidia.com/gpu", args: tuple[str, ...] = (),
-                   command: tuple[str, ...] = (), pod_group: str | None = None) -> Obj:
+                   command: tuple[str, ...] = (), pod_group: str | None = None, backoff_limit: int = 0) -> Obj:
         """Create a batch/v1 Job (labelled as the lab's; its pods ``<name>-xxxxx`` too) and return it.
-        ``pod_group``: its pods join that PodGroup (``spec.schedulingGroup.podGroupName``; GenericWorkload)."""
+        ``pod_group``: its pods join that PodGroup (``spec.schedulingGroup.podGroupName``; GenericWorkload).
+        ``backoff_limit``: how many failed pods it replaces (0 here by default: a lab sees the failure)."""
         assert self.client is not None
         sub = Submission(scenario, gpus, resource, name=name, args=tuple(args), command=tuple(command))
-        manifest = job_manifest(sub, parallelism=parallelism, completions=completions)
+        manifest = job_manifest(sub, parallelism=parallelism, completions=completions, backoff_limit=backoff_limit)
         if pod_group:
             manifest["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
         return self.client.create_job(manifest)

@@ -13,6 +13,7 @@ import yaml
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.common.dramanifests import CDI_DIR, PLUGINS_DIR, REGISTRY_DIR, dra_nodes
 from mockgpu.backends.common.manifests import PluginManifestOptions, plugin_manifests
+from mockgpu.backends.common.nodepaths import FAULTS_DIR
 from mockgpu.backends.common.run import Result
 from mockgpu.backends.kind import KindBackend
 from mockgpu.backends.kind.config import DRIVER_DIR, KindRenderOptions, kind_config
@@ -74,7 +75,8 @@ def test_the_driver_pod_mounts_the_kubelet_plugin_dirs_cdi_and_driver_at_the_sam
     pod = _get(docs, "DaemonSet", "mockgpu-dra-driver")["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert host == {"plugins": PLUGINS_DIR, "plugins-registry": REGISTRY_DIR, "cdi": CDI_DIR, "driver": DRIVER_DIR}
+    assert host == {"plugins": PLUGINS_DIR, "plugins-registry": REGISTRY_DIR, "cdi": CDI_DIR, "driver": DRIVER_DIR,
+                    "faults": FAULTS_DIR}  # the injected faults beside the driver dir (the CDI spec mounts them ro)
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert {k: mounts[k] for k in host} == host  # same paths inside: the CDI spec names the node's paths
     assert (PLUGINS_DIR, REGISTRY_DIR, CDI_DIR) == (

@@ -11,6 +11,7 @@ import yaml
 from mockgpu.backends.base import UpOptions
 from mockgpu.backends.common.images import mockgpu_image, package_version
 from mockgpu.backends.common.manifests import PLUGIN_DIR, spec_document
+from mockgpu.backends.common.nodepaths import FAULTS_DIR
 from mockgpu.backends.kind.config import DRIVER_DIR, kind_node_names
 from mockgpu.backends.kind.images import NODE_IMAGES
 from mockgpu.backends.kind.render import cluster_manifests
@@ -69,8 +70,8 @@ def test_daemonset_runs_the_pinned_image_unprivileged_with_the_kubelet_socket_di
     for container in (c, publisher):
         assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert host == {"device-plugins": PLUGIN_DIR, "driver": DRIVER_DIR}
-    assert {m["mountPath"] for m in c["volumeMounts"]} == {PLUGIN_DIR, DRIVER_DIR, "/etc/mockgpu"}
+    assert host == {"device-plugins": PLUGIN_DIR, "driver": DRIVER_DIR, "faults": FAULTS_DIR}
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {PLUGIN_DIR, DRIVER_DIR, FAULTS_DIR, "/etc/mockgpu"}
     script = c["command"][-1]
     assert "mockgpu device-plugin --spec /etc/mockgpu/spec.yaml" in script
     assert f"--plugin-dir {PLUGIN_DIR}" in script and f"--driver-dir {DRIVER_DIR}" in script

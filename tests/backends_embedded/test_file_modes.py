@@ -19,7 +19,8 @@ from mockgpu.config.clusterspec import parse_spec
 pytestmark = pytest.mark.timeout(180)
 SPEC = parse_spec({"apiVersion": "mockgpu.io/v1alpha1", "kind": "ClusterSpec", "metadata": {"name": "modes"},
                    "spec": {"nodePools": [{"name": "gpu", "gpu": {"model": "A100-SXM4-80GB", "count": 2}}]}})
-WORKLOAD_VISIBLE = ("driver", "runtime/bin", "runtime/rootfs", "runtime/sandbox")  # the sandbox's business
+# the sandbox's business (faults: the injected Xids, 0755, mounted read-only into the pods beside the driver dir)
+WORKLOAD_VISIBLE = ("driver", "faults", "runtime/bin", "runtime/rootfs", "runtime/sandbox")
 
 
 def exposed(top: Path, skip: tuple[Path, ...] = ()) -> list[str]:

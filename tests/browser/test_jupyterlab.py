@@ -219,13 +219,33 @@ def check_lab11(page) -> None:
     assert "PodGroup team-b: minCount 4, 0 bound, Unschedulable" in text
     assert text.count("is still None: set it to") == 2, text
     assert "Correct" not in text and "Not quite" not in text
-    assert "the queue part of this lab is skipped" in text
+    assert "skipping the Kueue part" in text
     frozen = page.locator(".jp-OutputArea-output .mockgpu-frozen .mockgpu-clustermap").first
     expect(frozen).to_be_visible()
     gangs.scroll_into_view_if_needed()
     gangs.screenshot(path=str(artifacts_dir() / "lab11-gangs.png"))  # to look at, not committed
     frozen.scroll_into_view_if_needed()
     frozen.screenshot(path=str(artifacts_dir() / "lab11-deadlock-map.png"))
+
+
+def check_lab12(page) -> None:
+    """Lab 12 (the learner's copy: both answers None, Run All still goes to the end): the live chart of the GPUs'
+    utilization renders as a picture, and the story's outputs show the fault through both APIs."""
+    chart = page.locator(".jp-OutputArea-output .mockgpu-metricchart").first
+    expect(chart).to_contain_text("DCGM_FI_DEV_GPU_UTIL", timeout=30_000)
+    expect(chart).to_contain_text("both-0 GPU 0")
+    image = page.locator(".jp-OutputArea-output img[alt='DCGM_FI_DEV_GPU_UTIL over time'], "
+                         ".jp-OutputArea-output .widget-image").first
+    expect(image).to_be_visible()
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
+    for line in ("Xid 79 on both-0 GPU 0: GPU has fallen off the bus",
+                 "allocatedResourcesStatus: [('nvidia.com/gpu', ['Unhealthy'])]",
+                 "CUDA error: unspecified launch failure", "both-0 GPU 0: DCGM_FI_DEV_XID_ERRORS 79",
+                 "('gpu.mockgpu.io/xid', '79', 'NoExecute')", "DeviceTaintManagerEviction"):
+        assert line in text, line
+    assert text.count("is still None: set it to") == 2, text
+    assert "Correct" not in text and "Not quite" not in text
+    docs_screenshot(chart, "lab12-utilization.png")
 
 
 CASES = [
@@ -239,6 +259,7 @@ CASES = [
     LabCase("08-*.ipynb", check_lab08, folder=""),  # the learner's copies: their checks expect blank answers
     LabCase("09-*.ipynb", check_lab09, folder=""),
     LabCase("11-*.ipynb", check_lab11, folder="", run_timeout=420.0),
+    LabCase("12-*.ipynb", check_lab12, folder=""),
 ]
 
 

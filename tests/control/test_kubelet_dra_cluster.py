@@ -17,7 +17,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from mockgpu.backends.common.controlplane import node_root
+from mockgpu.backends.common.state import node_root
 from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.config import load_spec
 from mockgpu.config.inventory import node_inventory

@@ -31,8 +31,8 @@ def test_replicas_are_deduplicated_in_request_order() -> None:
 @pytest.mark.parametrize(("settings", "envs", "mounts"), [
     (AllocateSettings(), {"NVIDIA_VISIBLE_DEVICES"}, []),
     (AllocateSettings(inject_cuda_visible_devices=True), {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"}, []),
-    (AllocateSettings(driver_dir=Path("/d")), {"NVIDIA_VISIBLE_DEVICES", "MOCKGPU_DRIVER_DIR"},
-     [("/run/mockgpu/driver", "/d", False)]),
+    (AllocateSettings(driver_dir=Path("/n/driver")), {"NVIDIA_VISIBLE_DEVICES", "MOCKGPU_DRIVER_DIR"},
+     [("/run/mockgpu/driver", "/n/driver", False), ("/run/mockgpu/faults", "/n/faults", True)]),
     (AllocateSettings(nvidia_smi=Path("/bin/smi")), {"NVIDIA_VISIBLE_DEVICES"},
      [("/usr/bin/nvidia-smi", "/bin/smi", True)]),
 ], ids=["plain", "inject-cuda-visible-devices", "driver-dir", "nvidia-smi"])

@@ -92,7 +92,8 @@ def test_allocate_and_preferred_allocation(short_dir: Path, kubelet: FakeKubelet
     (c,) = resp.container_responses
     assert dict(c.envs) == {"NVIDIA_VISIBLE_DEVICES": f"{u[2]},{u[3]}", "MOCKGPU_DRIVER_DIR": "/run/mockgpu/driver"}
     assert [(m.container_path, m.host_path, m.read_only) for m in c.mounts] == [
-        ("/run/mockgpu/driver", str(short_dir / "driver"), False)]
+        ("/run/mockgpu/driver", str(short_dir / "driver"), False),
+        ("/run/mockgpu/faults", str(short_dir / "faults"), True)]  # the injected faults: read-only
     assert "CUDA_VISIBLE_DEVICES" not in c.envs
 
 

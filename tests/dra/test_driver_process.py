@@ -160,7 +160,9 @@ def test_prepare_writes_cdi_and_unprepare_removes_it(driver: Driver, api: FakeAP
     assert spec["containerEdits"] == {  # the fake driver, as the device plugin's Allocate mounts it
         "env": ["MOCKGPU_DRIVER_DIR=/run/mockgpu/driver"],
         "mounts": [{"hostPath": str(driver.driver_dir), "containerPath": "/run/mockgpu/driver",
-                    "options": ["rw", "bind"]}]}
+                    "options": ["rw", "bind"]},
+                   {"hostPath": str(driver.driver_dir.parent / "faults"), "containerPath": "/run/mockgpu/faults",
+                    "options": ["ro", "bind"]}]}  # the injected faults: read-only
     assert {d["name"]: d["annotations"] for d in spec["devices"]} == {
         f"{uid}-{req}": {"gpu.mockgpu.io/devices": ",".join(names)} for req, names in cdi.items()}
     mig = {m["uuid"]: (g["index"], m["profile"], m["placement_start"]) for g in inventory(driver) for m in g["mig"]}

@@ -35,7 +35,7 @@ def node_dir(tmp_path: Path, spec: ClusterSpec):
     """Factory: write the driver dir of a node, return (Driver, env with MOCKGPU_DRIVER_DIR)."""
 
     def make(node: str) -> tuple[Driver, dict[str, str]]:
-        d = tmp_path / node
+        d = tmp_path / node / "driver"  # its faults beside it, per node (mockgpu.gpu.faults)
         write_node_driver(d, node_inventory(spec, node))
         return Driver(d), {ENV_DRIVER_DIR: str(d)}
 

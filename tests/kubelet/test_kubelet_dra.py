@@ -275,8 +275,9 @@ def test_pod_worker_waits_for_the_claim_then_runs_with_its_device(node: Node) ->
         assert envs == {"main": {"NVIDIA_VISIBLE_DEVICES": UUIDS["gpu-3"], "MOCKGPU_DRIVER_DIR": "/run/mockgpu/driver"},
                         "other": {}}
         assert {spec.name: [(m.container_path, m.host_path, m.read_only) for m in spec.mounts]
-                for spec in rt.started} == {"main": [("/run/mockgpu/driver", str(node.base / "driver"), False)],
-                                            "other": []}
+                for spec in rt.started} == {"main": [("/run/mockgpu/driver", str(node.base / "driver"), False),
+                                                     ("/run/mockgpu/faults", str(node.base / "faults"), True)],
+                                            "other": []}  # the injected faults beside the driver dir: read-only
         polling.wait_for(lambda: not (node.cdi / "gpu.mockgpu.io-gpu_cu.json").exists(), 10,
                          "claim unprepared once the pod finished")
     finally:

@@ -42,6 +42,7 @@ from mockgpu.control.kubelet.runtime import ContainerSpec, Mount, ProcessRuntime
 from mockgpu.control.kubelet.sandbox import BWRAP, BWRAP_USERNS, LANDLOCK, LAYERS, UID, WORKLOAD_UID
 from mockgpu.deviceplugin.command import _health_source
 from mockgpu.gpu.driver import CONTAINER_DRIVER_DIR, Driver, write_node_driver
+from mockgpu.gpu.faults import CONTAINER_FAULTS_DIR, XIDS, FaultsUnreadable, faults_dir_for
 
 CANARY = "CANARY-7f3a9c"  # what the host's secret files hold
 PY = str(Path(sys.executable).parent / "python")  # the interpreter mockgpu-workload's shebang names
@@ -757,15 +758,6 @@ def plant_ledger_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
     _add_entry(driver, uuid, LEASE)  # a dead entry: the reader rewrites the ledger
 
 
-def plant_health_fifo(driver: Path, outside: Path, uuid: str) -> None:
-    os.mkfifo(driver / "health.json")
-
-
-def plant_health_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
-    os.mkfifo(outside / "fifo")
-    (driver / "health.json").symlink_to(outside / "fifo")
-
-
 def plant_inventory_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> None:
     os.mkfifo(outside / "fifo")
     _swap_for_symlink(driver / "inventory.json", outside / "fifo")
@@ -774,10 +766,6 @@ def plant_inventory_symlink_to_fifo(driver: Path, outside: Path, uuid: str) -> N
 def plant_inventory_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
     (driver / "inventory.json").write_text("{}")  # differs from the node's: the writer rewrites it
     (driver / f".inventory.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
-
-
-def plant_health_tmp_symlink(driver: Path, outside: Path, uuid: str) -> None:
-    (driver / f".health.json.{os.getpid()}.tmp").symlink_to(outside / "victim")
 
 
 def plant_oom_log_fifo_symlink(driver: Path, outside: Path, uuid: str) -> None:
@@ -805,10 +793,6 @@ def step_device_plugin_health(driver: Path, inv) -> None:
     _health_source(driver)()
 
 
-def step_operator_inject_xid(driver: Path, inv) -> None:
-    Driver(driver).inject_xid(inv.gpus[0].uuid, 79)
-
-
 DRIVER_DIR_ESCAPES = [
     ("forged-lease-path", plant_forged_lease, step_publisher),
     ("ledgers-symlink-publisher", plant_ledgers_symlink, step_publisher),
@@ -818,9 +802,6 @@ DRIVER_DIR_ESCAPES = [
     ("ledger-symlink", plant_ledger_symlink, step_publisher),
     ("ledger-lock-symlink", plant_lock_symlink, step_publisher),
     ("ledger-tmp-symlink", plant_ledger_tmp_symlink, step_publisher),
-    ("health-json-fifo", plant_health_fifo, step_device_plugin_health),
-    ("health-json-symlink-to-fifo", plant_health_symlink_to_fifo, step_device_plugin_health),
-    ("health-tmp-symlink", plant_health_tmp_symlink, step_operator_inject_xid),
     ("inventory-symlink-to-fifo", plant_inventory_symlink_to_fifo, step_publisher),
     ("inventory-tmp-symlink", plant_inventory_tmp_symlink, step_relayout),
     ("oom-log-symlink-to-fifo", plant_oom_log_fifo_symlink, step_publisher),
@@ -937,3 +918,61 @@ def test_prepare_never_chowns_through_a_swapped_symlink(rt: ProcessRuntime, tmp_
         (driver / "stop").touch()
         swapper.wait(10)
     assert tree(outside) == before
+
+
+# What a pod tries against the injected faults (mockgpu.gpu.faults), mounted read-only beside its driver dir as
+# the device plugin's Allocate mounts them: create a fault, hide one (rewrite, truncate, remove, rename the file or
+# the directory). Each prints WROTE-<name> only if it worked.
+FAULT_WRITES = [
+    ("create", "echo '[{{\"uuid\": \"{uuid}\", \"xid\": 79}}]' > {faults}/new.json"),
+    ("rewrite", "echo '[]' > {faults}/xids.json"),
+    ("truncate", ": > {faults}/xids.json"),
+    ("python-replace", "{py} -c \"import os; open('{faults}/t', 'w').write('[]'); os.replace('{faults}/t', "
+                       "'{faults}/xids.json')\""),
+    ("python-unlink", "{py} -c \"import os; os.unlink('{faults}/xids.json')\""),
+    ("python-rename-dir", "{py} -c \"import os; os.rename('{faults}', '{faults}.gone')\""),
+    ("python-chmod", "{py} -c \"import os; os.chmod('{faults}/xids.json', 0)\""),
+]
+# The landlock layer's pod has the kubelet's uid, and Landlock (ABI <= 7) does not mediate chmod: it can make the
+# file unreadable. Readers then raise FaultsUnreadable (the device plugin keeps the health it had): hidden, never
+# healthy.
+LANDLOCK_FAULT_GAPS = {"python-chmod"}
+
+
+def test_a_pod_cannot_create_or_alter_a_fault(layered_rt: ProcessRuntime) -> None:
+    """Every layer: the pod reads the node's injected faults (nvidia-smi and fake CUDA need them) and can write its
+    driver dir, but no write to the faults reaches them, and the driver's health stays what the operator made it."""
+    rt = layered_rt
+    two = {**DRIVER_SPEC, "spec": {"nodePools": [{"name": "n", "gpu": {"model": "H100-SXM5-80GB", "count": 2}}]}}
+    inv = node_inventory(parse_spec(two), "n-0")
+    driver = rt.sandbox.workload_dir(rt.root) / "driver"
+    write_node_driver(driver, inv, owner=(rt.sandbox.uid, rt.sandbox.gid) if rt.sandbox.as_root else None)
+    faults = faults_dir_for(driver)
+    gpu0, gpu1 = inv.gpus[0].uuid, inv.gpus[1].uuid
+    Driver(driver).inject_xid(gpu0, 79)
+    before = tree(faults)
+    inside = (CONTAINER_FAULTS_DIR, CONTAINER_DRIVER_DIR) if rt.sandbox.fresh_root else (str(faults), str(driver))
+    steps = [f"cat {inside[0]}/{XIDS}; echo", f"echo ok > {inside[1]}/probe && echo DRIVER-WRITABLE"]
+    steps += [f"( {cmd.format(faults=inside[0], uuid=gpu1, py=PY)} ) 2>/dev/null && echo WROTE-{name}"
+              for name, cmd in FAULT_WRITES]
+    s = spec("uid-faults", "sh", "-c", "; ".join(steps) + "; true",
+             mounts=(Mount(CONTAINER_DRIVER_DIR, str(driver)), Mount(CONTAINER_FAULTS_DIR, str(faults), True)))
+    st = rt.start(s)
+    if st.state == "running":
+        st = rt.wait("uid-faults", "c", timeout=30)
+    log = rt.logs("uid-faults", "c")
+    assert st.exit_code == 0, (st, log)
+    assert f'"uuid": "{gpu0}", "xid": 79' in log, log  # readable inside
+    assert "DRIVER-WRITABLE" in log, log  # the pod can write where it may: the refusals below are the mount's
+    gaps = LANDLOCK_FAULT_GAPS if rt.sandbox.layer == LANDLOCK else set()
+    assert {ln.removeprefix("WROTE-") for ln in log.splitlines() if ln.startswith("WROTE-")} == gaps, log
+    if gaps and not AS_ROOT:  # (root, the owner here, reads a mode-0 file anyway)
+        with pytest.raises(FaultsUnreadable):
+            Driver(driver).health()
+    if gaps:
+        os.chmod(faults / XIDS, before[str(faults / XIDS)][3] & 0o777)
+        assert tree(faults) == before | {str(faults): tree(faults)[str(faults)]}  # only the dir's atime-free stat
+    else:
+        assert tree(faults) == before
+    health = Driver(driver).health()
+    assert (health[gpu0].healthy, health[gpu1].healthy) == (False, True)

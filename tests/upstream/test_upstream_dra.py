@@ -14,7 +14,7 @@ from dra_scenario import FIVE, manifest
 from kubernetes import client
 from test_upstream_backend import kubectl
 
-from mockgpu.backends.common.controlplane import node_root
+from mockgpu.backends.common.state import node_root
 from mockgpu.backends.upstream import UpstreamCluster
 from mockgpu.control.kubelet.kubelet import dra_dir_for
 from mockgpu.dra.prepare import cdi_file_name

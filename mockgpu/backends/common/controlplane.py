@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mockgpu.backends.common.kubeconfig import api_client_for
-from mockgpu.backends.common.state import ClusterState
+from mockgpu.backends.common.state import ClusterState, node_root
 from mockgpu.control import controllers as controller_manager
 from mockgpu.control import scheduler as scheduler_loop
 from mockgpu.control.kubelet.kubelet import Kubelet, KubeletOptions, dra_dir_for, plugin_dir_for
@@ -39,10 +39,6 @@ def scheduler_config_of(state: ClusterState, config: dict[str, Any]) -> Schedule
     """The KubeSchedulerConfiguration recorded at ``up`` (ConfigError with the field path if invalid)."""
     path = config.get("schedulerConfig")
     return load_scheduler_config(None, Path(path) if path else None)
-
-
-def node_root(state: ClusterState, node: str) -> Path:
-    return state.dir / "nodes" / node
 
 
 def remove_node_dirs(state: ClusterState) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from mockgpu.backends.common.nodepaths import DRIVER_DIR
+from mockgpu.backends.common.nodepaths import DRIVER_DIR, FAULTS_DIR
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.errors import MockgpuError
@@ -118,6 +118,7 @@ def dra_daemonset(nodes: list[str], *, image: str, pull_policy: str, namespace: 
             {"name": "plugins-registry", "mountPath": REGISTRY_DIR},
             {"name": "cdi", "mountPath": CDI_DIR},
             {"name": "driver", "mountPath": DRIVER_DIR},
+            {"name": "faults", "mountPath": FAULTS_DIR},
             {"name": config_volume["name"], "mountPath": config_mount, "readOnly": True},
         ],
     }
@@ -126,6 +127,7 @@ def dra_daemonset(nodes: list[str], *, image: str, pull_policy: str, namespace: 
         {"name": "plugins-registry", "hostPath": {"path": REGISTRY_DIR, "type": "DirectoryOrCreate"}},
         {"name": "cdi", "hostPath": {"path": CDI_DIR, "type": "DirectoryOrCreate"}},
         {"name": "driver", "hostPath": {"path": DRIVER_DIR, "type": "DirectoryOrCreate"}},
+        {"name": "faults", "hostPath": {"path": FAULTS_DIR, "type": "DirectoryOrCreate"}},
         config_volume,
     ]
     pod_spec = {

@@ -36,7 +36,7 @@ from mockgpu.backends.common.dramanifests import (
     dra_rbac,
     gpu_state_rbac,
 )
-from mockgpu.backends.common.nodepaths import DRIVER_DIR
+from mockgpu.backends.common.nodepaths import DRIVER_DIR, FAULTS_DIR
 from mockgpu.config.clusterspec import ClusterSpec
 from mockgpu.config.nodelabels import NODE_LABEL
 from mockgpu.errors import ConfigError
@@ -179,6 +179,7 @@ def _volumes(node_names: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {"name": "device-plugins", "hostPath": {"path": PLUGIN_DIR, "type": "Directory"}},
         {"name": "driver", "hostPath": {"path": DRIVER_DIR, "type": "DirectoryOrCreate"}},
+        {"name": "faults", "hostPath": {"path": FAULTS_DIR, "type": "DirectoryOrCreate"}},
         {"name": "mockgpu-config", "projected": projected},
     ]
 
@@ -204,6 +205,7 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "device-plugins", "mountPath": PLUGIN_DIR},
             {"name": "driver", "mountPath": DRIVER_DIR},
+            {"name": "faults", "mountPath": FAULTS_DIR},
             {"name": "mockgpu-config", "mountPath": SPEC_MOUNT, "readOnly": True},
         ],
     }
@@ -219,6 +221,7 @@ def daemonset(opts: PluginManifestOptions) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "device-plugins", "mountPath": PLUGIN_DIR, "readOnly": True},
             {"name": "driver", "mountPath": DRIVER_DIR},
+            {"name": "faults", "mountPath": FAULTS_DIR, "readOnly": True},
             {"name": "mockgpu-config", "mountPath": SPEC_MOUNT, "readOnly": True},
         ],
     }

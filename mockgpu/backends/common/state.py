@@ -113,3 +113,7 @@ class ClusterState:
         data = spec.model_dump(mode="json", by_alias=True, exclude={"source"})
         write_private(self.spec_file, yaml.safe_dump(data, sort_keys=False))
 
+
+def node_root(state: ClusterState, node: str) -> Path:
+    """A node's private root (its kubelet's state) in the cluster's state dir."""
+    return state.dir / "nodes" / node

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mockgpu.backends.base import ClusterInfo, UpOptions
+from mockgpu.backends.kind.faults import KindFaults
 from mockgpu.backends.kind.schedresults import SchedulerResults
 from mockgpu.control.scheduler.config import load_scheduler_config
+from mockgpu.errors import MockgpuError
 
 
 class _KindSteps(Protocol):
@@ -66,3 +68,19 @@ class KindCluster:
 
     def info(self) -> ClusterInfo:
         return self._info or ClusterInfo(self.name, "kind", "", self.kubeconfig, "stopped")
+
+    # Faults: written inside the kind nodes, beside /var/lib/mockgpu/driver (backends/kind/faults.py)
+    def _faults(self) -> KindFaults:
+        runner = getattr(self.backend, "runner", None)
+        if runner is None:
+            raise MockgpuError("fault injection on kind needs the kind backend's runner", exit_code=2)
+        return KindFaults(runner, self.opts.spec, self.name)
+
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> Any:
+        return self._faults().inject(node, gpu, xid)
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        return self._faults().clear(node, gpu)
+
+    def faults(self) -> list[Any]:
+        return self._faults().list()

@@ -259,6 +259,24 @@ class DeviceManager:
             self.pods.remove_pod(pod_uid)
             self._checkpoint()
 
+    def allocated_resources_status(self, pod_uid: str, container: str) -> list[dict[str, object]]:
+        """``status.containerStatuses[].allocatedResourcesStatus`` of one container, as v1.37.2's
+        ``UpdateAllocatedResourcesStatus`` (``pkg/kubelet/cm/devicemanager/manager.go``, gate ResourceHealthStatus,
+        beta and on) builds it: per device-plugin resource the container holds, ``{"name": resource, "resources":
+        [{"resourceID": device ID, "health": "Healthy"|"Unhealthy"}]}``; a device the plugin no longer lists
+        counts as Healthy there too. [] when it holds none. Upstream's order is Go's map order; here resources and
+        IDs are sorted."""
+        held = self.pods.all().get((pod_uid, container)) or {}
+        out: list[dict[str, object]] = []
+        with self._lock:
+            for resource in sorted(held):
+                r = self._resources.get(resource)
+                known = r.devices if r else {}
+                out.append({"name": resource, "resources": [
+                    {"resourceID": i, "health": "Healthy" if i not in known or known[i].healthy else "Unhealthy"}
+                    for i in sorted(held[resource])]})
+        return out
+
     def pod_devices(self) -> dict[tuple[str, str], dict[str, list[str]]]:
         """(pod uid, container) -> resource -> device IDs, like the PodResources List API."""
         return self.pods.all()

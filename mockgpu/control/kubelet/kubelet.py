@@ -64,6 +64,7 @@ from mockgpu.dra.publish import claim_getter
 from mockgpu.dra.slices import DRIVER, device_uuids
 from mockgpu.errors import MockgpuError
 from mockgpu.gpu.driver import write_node_driver
+from mockgpu.gpu.faults import record_node_dirs
 from mockgpu.gpu.state import DeviceAllocation, StateInputs
 from mockgpu.privatefs import private_dir
 
@@ -196,6 +197,7 @@ class Kubelet:
             sandbox = self.runtime.sandbox  # the driver dir's directories belong to the workload user
             write_node_driver(self.driver_dir, self.inventory,
                               owner=(sandbox.uid, sandbox.gid) if sandbox.as_root else None)
+            record_node_dirs(self.root, self.driver_dir)
         self.dm.start()
         if self.plugin is not None:
             self.plugin.start()
@@ -365,6 +367,7 @@ class Kubelet:
         self._wake.set()
         if self.publisher is not None:
             self.publisher.poke()
+        self.pods.device_health_changed(self.dm)
 
     def _on_node(self, etype: str, obj: dict[str, Any]) -> None:
         if etype == "DELETED" and obj.get("metadata", {}).get("name") == self.name and not self._stop.is_set():

@@ -76,6 +76,7 @@ class PodSync:
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> latest object
         self.phases: dict[str, str] = {}  # uid -> last phase written
         self._terminating: set[str] = set()
+        self._device_health: dict[str, dict[str, Any]] = {}  # uid -> container -> allocatedResourcesStatus
         self._closed = False
 
     # -- what the device manager and publisher ask -------------------------------------------------
@@ -93,6 +94,21 @@ class PodSync:
             out = dict(self.pods)
             out.update({u: w.pod for u, w in self.workers.items()})
             return out
+
+    def device_health_changed(self, dm: Any) -> None:
+        """A plugin's device list changed: the pods whose containers hold a device whose health changed get their
+        status (``allocatedResourcesStatus``) written again, off the plugin's stream thread (upstream: the device
+        manager's update channel, then a pod sync)."""
+        with self._lock:
+            workers = dict(self.workers)
+        stale = []
+        for uid, w in workers.items():
+            now = {c: dm.allocated_resources_status(uid, c) for c in w.container_names()}
+            if any(now.values()) and now != self._device_health.get(uid):
+                self._device_health[uid] = now
+                stale.append(w)
+        for w in stale:
+            threading.Thread(target=w.republish, name=f"health-{w.name}", daemon=True).start()
 
     # -- the watch handler -------------------------------------------------------------------------
     def on_pod(self, etype: str, pod: dict[str, Any]) -> None:
@@ -223,6 +239,7 @@ class PodSync:
                 return
             self.phases.pop(uid, None)
             self._terminating.discard(uid)
+            self._device_health.pop(uid, None)
         self.k.runtime.remove_pod(uid)
         podlogsgc.remove_pod_log_dir(self.k.state_dir, ns, name, uid)
 

@@ -340,7 +340,7 @@ class PodWorker:
                 "hostIP": "127.0.0.1",
                 "podIP": "127.0.0.1",
                 "startTime": self._start_time,
-                "containerStatuses": [r.to_k8s() for r in self.app],
+                "containerStatuses": [self._with_device_health(r.to_k8s()) for r in self.app],
             }
             if not_ready:
                 for c in out["conditions"]:
@@ -349,6 +349,23 @@ class PodWorker:
             if self.init:
                 out["initContainerStatuses"] = [r.to_k8s() for r in self.init]
             return out
+
+    def _with_device_health(self, cs: dict) -> dict:
+        """``allocatedResourcesStatus`` for a container holding device-plugin devices (the kubelet's
+        ``UpdateAllocatedResourcesStatus``, run on every status it generates; app containers only, as upstream)."""
+        if self.devices is not None:
+            health = self.devices.allocated_resources_status(self.uid, cs["name"])
+            if health:
+                cs["allocatedResourcesStatus"] = health
+        return cs
+
+    def container_names(self) -> list[str]:
+        return [r.name for r in self.app]
+
+    def republish(self) -> None:
+        """Write the status again (a device it holds changed health: upstream's device manager sends the pod's UID
+        on its update channel and the pod is synced)."""
+        self._publish()
 
     def _publish(self) -> dict:
         with self._publish_lock:  # callers see updates one at a time, in order

@@ -12,6 +12,7 @@ from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
 from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
+from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
 from mockgpu.control.apiserver.registry.kind import (
@@ -73,6 +74,12 @@ def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs + validate_pod_update(obj, old) if old is not None else errs
 
 
+def validate_pod_status_update(obj: Obj, old: Obj) -> list[FieldError]:
+    """A ``/status`` update: the pod's rules as before (its claim statuses among them), then
+    ``allocatedResourcesStatus`` (``ValidatePodStatusUpdate``)."""
+    return validate_pod(obj, old) + validate_pod_status(obj, old)
+
+
 def pod_grace_period(pod: Obj, requested: int | None) -> int:
     """``CheckGracefulDelete``: only bound, non-terminal pods get a grace period (the request's, a negative one
     meaning 1 s; else the one already set; else the spec's, 30 s by default)."""
@@ -102,6 +109,7 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
     Subresource("status", "Pod", STATUS),
 ), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
     prepare=prepare_pod, gated_fields=gated_pod_fields, validate=validate_pod,
+    validate_status=validate_pod_status_update,
     quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,
     model="V1Pod", limit_ranged=True)
