@@ -117,4 +117,23 @@ def _record(node: str, driver: Driver, e: XidEvent) -> FaultRecord:
     return FaultRecord(node, _index_of(driver, e.uuid), e.uuid, e.xid, e.time)
 
 
-__all__ = ["FaultRecord", "LocalFaults", "resolve_gpu"]
+class HostFaults:
+    """The ``Cluster`` fault methods of a backend whose nodes' directories are on this machine (embedded,
+    upstream): one home for what both clusters answer, through ``LocalFaults`` over the cluster's ``state``."""
+
+    state: ClusterState
+
+    def inject_fault(self, node: str, gpu: int | str, xid: int) -> FaultRecord:
+        """Inject Xid ``xid`` on GPU ``gpu`` (index or GPU/MIG UUID) of ``node``, host-side (pods cannot)."""
+        return LocalFaults(self.state).inject(node, gpu, xid)
+
+    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
+        """Forget injected faults (of a GPU, a node, or all): a fake GPU reset. Returns how many were removed."""
+        return LocalFaults(self.state).clear(node, gpu)
+
+    def faults(self) -> list[FaultRecord]:
+        """Every injected fault, oldest first."""
+        return LocalFaults(self.state).list()
+
+
+__all__ = ["FaultRecord", "HostFaults", "LocalFaults", "resolve_gpu"]

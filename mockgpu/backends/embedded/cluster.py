@@ -24,7 +24,7 @@ from typing import Any
 
 from mockgpu.backends.base import ClusterInfo
 from mockgpu.backends.common.controlplane import ControlPlane, remove_node_dirs
-from mockgpu.backends.common.faults import FaultRecord, LocalFaults
+from mockgpu.backends.common.faults import HostFaults
 from mockgpu.backends.common.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.common.spec import resolve_spec
 from mockgpu.backends.common.state import ClusterState
@@ -100,7 +100,7 @@ def destroy(state: ClusterState) -> None:
     shutil.rmtree(state.dir, ignore_errors=True)
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(HostFaults):  # the fault methods: backends/common/faults.py
     """A mockgpu cluster with the embedded control plane (the backend's ``Cluster``); a context manager that
     starts and stops it.
 
@@ -221,19 +221,6 @@ class EmbeddedCluster:
     def info(self) -> ClusterInfo:
         return ClusterInfo(self.name, BACKEND, self.url, self.kubeconfig, f"running ({self.how})" if self.url else
                            "stopped")
-
-    # -- faults (mockgpu fault; backends/common/faults.py) -------------------------------------------
-    def inject_fault(self, node: str, gpu: int | str, xid: int) -> FaultRecord:
-        """Inject Xid ``xid`` on GPU ``gpu`` (index or GPU/MIG UUID) of ``node``, host-side (pods cannot)."""
-        return LocalFaults(self.state).inject(node, gpu, xid)
-
-    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
-        """Forget injected faults (of a GPU, a node, or all): a fake GPU reset. Returns how many were removed."""
-        return LocalFaults(self.state).clear(node, gpu)
-
-    def faults(self) -> list[FaultRecord]:
-        """Every injected fault, oldest first."""
-        return LocalFaults(self.state).list()
 
     def __enter__(self) -> EmbeddedCluster:
         return self.start()

@@ -22,7 +22,7 @@ from typing import Any
 
 from mockgpu.backends.base import ClusterInfo
 from mockgpu.backends.common.controlplane import remove_node_dirs
-from mockgpu.backends.common.faults import FaultRecord, LocalFaults
+from mockgpu.backends.common.faults import HostFaults
 from mockgpu.backends.common.kubeconfig import api_client_for, remove_kubeconfig, write_kubeconfig
 from mockgpu.backends.common.process import log_tail, process_alive
 from mockgpu.backends.common.spec import resolve_spec
@@ -148,7 +148,7 @@ def destroy(state: UpstreamState) -> None:
     shutil.rmtree(state.dir, ignore_errors=True)
 
 
-class UpstreamCluster:
+class UpstreamCluster(HostFaults):  # the fault methods: backends/common/faults.py
     """A mockgpu cluster on the real control plane; a context manager that starts and stops it."""
 
     def __init__(self, spec: str | Path | ClusterSpec | None = None, *, name: str | None = None,
@@ -231,19 +231,6 @@ class UpstreamCluster:
 
     def component_log(self, component: str) -> Path:
         return self.state.layout.log(component)
-
-    # -- faults (mockgpu fault; backends/common/faults.py) -------------------------------------------
-    def inject_fault(self, node: str, gpu: int | str, xid: int) -> FaultRecord:
-        """Inject Xid ``xid`` on GPU ``gpu`` (index or GPU/MIG UUID) of ``node``, host-side (pods cannot)."""
-        return LocalFaults(self.state).inject(node, gpu, xid)
-
-    def clear_faults(self, node: str | None = None, gpu: int | str | None = None) -> int:
-        """Forget injected faults (of a GPU, a node, or all): a fake GPU reset. Returns how many were removed."""
-        return LocalFaults(self.state).clear(node, gpu)
-
-    def faults(self) -> list[FaultRecord]:
-        """Every injected fault, oldest first."""
-        return LocalFaults(self.state).list()
 
     def __enter__(self) -> UpstreamCluster:
         return self.start()
