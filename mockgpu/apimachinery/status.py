@@ -88,7 +88,8 @@ def field_not_supported(field: str, value: Any, valid: Iterable[str]) -> FieldEr
 
 
 def field_too_long(field: str, limit: int) -> FieldError:
-    return FieldError(field, "TooLong", f"must have at most {limit} bytes")
+    """``field.TooLong`` as apimachinery v0.37 words it."""
+    return FieldError(field, "TooLong", f"may not be more than {limit} {'byte' if limit == 1 else 'bytes'}")
 
 
 def field_duplicate(field: str, value: Any) -> FieldError:

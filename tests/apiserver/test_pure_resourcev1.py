@@ -269,7 +269,7 @@ SLICE_ROWS: list[tuple[str, Mut, list[tuple[str, str]]]] = [
      [(f"{D}.attributes[driverVersion].version", 'Invalid value: "550.54": must be a string compatible with '
        "semver.org spec 2.0.0")]),
     ("attribute-long-string", _set(["spec", "devices", 0, "attributes", "type"], {"string": "x" * 65}),
-     [(f"{D}.attributes[type].string", "Too long: must have at most 64 bytes")]),
+     [(f"{D}.attributes[type].string", "Too long: may not be more than 64 bytes")]),
     ("attribute-name", _set(["spec", "devices", 0, "attributes", "9lives"], {"int": 9}),
      [(f"{D}.attributes", 'Invalid value: "9lives": a valid C identifier must start with alphabetic character or '
        "'_', followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', "

@@ -21,6 +21,7 @@ from mockgpu.apimachinery.status import (
     field_invalid,
     field_not_supported,
     field_required,
+    field_too_long,
 )
 
 HEALTH = ("Healthy", "Unhealthy", "Unknown")  # sets.List: sorted
@@ -66,9 +67,7 @@ def _statuses(statuses: Any, path: str, containers: Any) -> list[FieldError]:
                     if msg == "":
                         errs.append(field_required(f"{rpath}.message", "must be non-empty if specified"))
                     elif len(str(msg).encode()) > MESSAGE_MAX:
-                        # field.TooLong's own text (field_too_long says "must have at most", TooMany's words)
-                        errs.append(FieldError(f"{rpath}.message", "TooLong",
-                                               f"may not be more than {MESSAGE_MAX} bytes"))
+                        errs.append(field_too_long(f"{rpath}.message", MESSAGE_MAX))
                 rid = r.get("resourceID", "")
                 if rid in seen:
                     errs.append(field_duplicate(f"{rpath}.resourceID", rid))
