@@ -105,24 +105,13 @@ class Component:
             self._log = None
 
 
-def _get(port: int, path: str, *, ctx: ssl.SSLContext, token: str | None = None) -> int:
-    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=ctx)
+def _get(port: int, path: str, *, ctx: ssl.SSLContext | None, token: str | None = None) -> int:
+    """A GET on a loopback endpoint, HTTPS with ``ctx`` or plain HTTP without (Kueue's health probes); its status,
+    0 when nothing answers."""
+    conn: http.client.HTTPConnection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=ctx) \
+        if ctx is not None else http.client.HTTPConnection("127.0.0.1", port, timeout=2)
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
-    except OSError:
-        return 0
-    finally:
-        conn.close()
-
-
-def _get_plain(port: int, path: str) -> int:
-    """A GET on a loopback plain-HTTP endpoint (Kueue's health probes); 0 when nothing answers."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        conn.request("GET", path)
         resp = conn.getresponse()
         resp.read()
         return resp.status
@@ -306,7 +295,8 @@ class Supervisor:
                                                            sort_keys=False))
         manager = self._start("kueue-manager", kueue.manager_argv(home / "config.yaml",
                                                                   ly.kubeconfig("kueue-manager")))
-        wait_until("Kueue's manager was not ready", lambda: _get_plain(ports.health, "/readyz") == 200, manager, 120)
+        wait_until("Kueue's manager was not ready", lambda: _get(ports.health, "/readyz", ctx=None) == 200, manager,
+                   120)
         api_ctx = ssl.create_default_context(cafile=str(ly.pki / "ca.crt"))
         probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                  "metadata": {"name": "mockgpu-webhook-probe"}}
