@@ -6,8 +6,8 @@ where the Kueue image was not built."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import kueue_scenario
