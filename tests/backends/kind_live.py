@@ -19,8 +19,7 @@ from .conftest import ROOT, kind_environment, spec_at
 
 
 def live_cluster(name: str, spec_file: str, tmp: Path, what: str) -> Iterator[dict[str, Any]]:
-    """Generator for a module fixture: the cluster ``name`` from ``clusters/<spec_file>`` (or a test's own spec, by
-    absolute path) as
+    """Generator for a module fixture: the cluster ``name`` from ``clusters/<spec_file>`` as
     ``{"spec", "kubeconfig", "backend"}``; skips, saying why, where Docker, kind or kubectl is missing."""
     env, problem = kind_environment()
     if problem:
@@ -30,7 +29,7 @@ def live_cluster(name: str, spec_file: str, tmp: Path, what: str) -> Iterator[di
         if env.get(key):
             mp.setenv(key, env[key])
     backend = KindBackend()
-    spec = spec_at(ROOT / "clusters" / spec_file)  # an absolute spec_file is taken as is
+    spec = spec_at(ROOT / "clusters" / spec_file)
     if name in backend.cluster_names():  # a run that was killed before its own cleanup
         backend.down(name)
     t0 = time.monotonic()

@@ -6,7 +6,6 @@ where the Kueue image was not built."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,8 +28,7 @@ WAIT = 300.0  # real containers on a loaded 2-core machine
 def kind_kueue(tmp_path_factory) -> Iterator[dict[str, Any]]:
     if subprocess.run(["docker", "image", "inspect", kueue_image()], capture_output=True).returncode != 0:
         pytest.skip(f"no image {kueue_image()}: scripts/upstream-build kueue, then scripts/kind-images kueue")
-    spec = str(Path(__file__).with_name("kueue-1x8.yaml"))  # one node with 8 GPUs: a kind node costs a minute
-    yield from live_cluster(NAME, spec, tmp_path_factory.mktemp("kind-kueue"), "kind Kueue")
+    yield from live_cluster(NAME, "seed-4x2-kueue.yaml", tmp_path_factory.mktemp("kind-kueue"), "kind Kueue")
 
 
 def _api(c: dict[str, Any]) -> Any:
