@@ -37,7 +37,8 @@ def _api(c: dict[str, Any]) -> Any:
 
 def test_kueue_admits_and_suspends_jobs_on_kind(kind_kueue):
     image = KindBackend().traits.workload_image
-    kueue_scenario.quota_scenario(_api(kind_kueue), image=image, wait=WAIT, first_runs=180)  # real containers on a loaded machine: train-2 must be seen waiting first
+    # real containers on a loaded machine: train-2 must be seen waiting before train-1 ends
+    kueue_scenario.quota_scenario(_api(kind_kueue), image=image, wait=WAIT, first_runs=180)
 
 
 def test_a_queue_reclaims_its_quota_lent_within_the_cohort_on_kind(kind_kueue):
