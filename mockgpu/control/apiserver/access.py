@@ -20,7 +20,7 @@ from mockgpu.control.apiserver.rbacauthz import Attributes, Objects, User
 from mockgpu.control.apiserver.status import FieldError, field_invalid
 
 API_VERSION = "authorization.k8s.io/v1"
-REASON = "mockgpu: the cluster token is authorized for every request (the embedded server has no RBAC)"
+REASON = "mockgpu: the cluster token's user is in system:masters, which is authorized for every request"
 USERNAME = rbacauthz.ADMIN_USER
 GROUPS = rbacauthz.ADMIN_GROUPS
 
