@@ -121,10 +121,11 @@ def test_deployment_job_and_pending_pod(seed_upstream, tmp_path):
 
 def test_state_keys_tokens_and_logs_are_private(seed_upstream):
     """Every file of the cluster's home 0600 and every dir 0700 (PKI, tokens, kubeconfigs, etcd's data, component
-    and container logs), except the dirs a workload sees through its sandbox, which sit in the 0700 node dirs."""
+    and container logs), except the dirs a workload sees through its sandbox (``faults`` read-only), which sit in the
+    0700 node dirs."""
     top = seed_upstream.state.dir
-    visible = {n / d for n in (top / "nodes").iterdir() for d in ("driver", "runtime/bin", "runtime/rootfs",
-                                                                 "runtime/sandbox")}
+    visible = {n / d for n in (top / "nodes").iterdir() for d in ("driver", "faults", "runtime/bin",
+                                                                 "runtime/rootfs", "runtime/sandbox")}
     bad = []
     for root, dirs, files in os.walk(top):
         dirs[:] = [d for d in dirs if Path(root, d) not in visible]
