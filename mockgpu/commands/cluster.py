@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from mockgpu.backends.base import BACKENDS, SANDBOXED_BACKENDS, UpOptions, get_backend
 from mockgpu.backends.common.spec import resolve_spec
@@ -87,15 +88,21 @@ def _backend_of_cluster(name: str | None) -> str:
     return "embedded"
 
 
-def run_down(args: argparse.Namespace) -> int:
-    backend = get_backend(args.backend or _backend_of_cluster(args.name))
-    name = args.name
+def the_cluster(backend: Any, name: str | None) -> str:
+    """``name``, or the backend's one cluster when none is named (a usage error when there are none or several)."""
     if name is None:
         names = [c.name for c in backend.list()]
         if len(names) != 1:
             raise MockgpuError(f"say which cluster with --name (clusters: {', '.join(names) or 'none'})",
                                exit_code=2)
         name = names[0]
+    return name
+
+
+def run_down(args: argparse.Namespace) -> int:
+    backend = get_backend(args.backend or _backend_of_cluster(args.name))
+    name = args.name
+    name = the_cluster(backend, name)
     backend.down(name)
     print(f"cluster '{name}' deleted")
     return 0

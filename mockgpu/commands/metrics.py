@@ -23,6 +23,7 @@ from typing import Any
 
 from mockgpu.backends.base import BACKENDS, get_backend, kubeconfig_of
 from mockgpu.backends.common.state import ClusterState
+from mockgpu.commands.cluster import the_cluster
 from mockgpu.control.kubelet.exporter import endpoints, write_file_sd
 from mockgpu.errors import MockgpuError
 from mockgpu.helptext import describe
@@ -50,12 +51,7 @@ def _cluster(args: argparse.Namespace) -> tuple[str, Path]:
         backend_name = str(state.read_config().get("backend") or "embedded") if state.exists() else "embedded"
     backend = get_backend(backend_name or "embedded")
     name = args.name
-    if name is None:
-        names = [c.name for c in backend.list()]
-        if len(names) != 1:
-            raise MockgpuError(f"say which cluster with --name (clusters: {', '.join(names) or 'none'})",
-                               exit_code=2)
-        name = names[0]
+    name = the_cluster(backend, name)
     return name, kubeconfig_of(backend, name)
 
 
