@@ -99,6 +99,34 @@ subjects:
 - {kind: User, name: alice}
 roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
 """
+SECRETS = """apiVersion: v1
+kind: Secret
+metadata: {name: s1}
+stringData: {user: admin, password: hunter2}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls1}
+type: kubernetes.io/tls
+data: {tls.crt: Y2VydA==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: frozen}
+immutable: true
+data: {a: YQ==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: reg}
+type: kubernetes.io/dockerconfigjson
+data: {.dockerconfigjson: W10=}
+"""
+BAD_SECRET = """apiVersion: v1
+kind: Secret
+metadata: {name: bad64}
+data: {a: "not base64!"}
+"""
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: bad}
@@ -143,6 +171,10 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     deploy_svc.write_text(DEPLOY_AND_SERVICE)
     rbac = files / "rbac.yaml"
     rbac.write_text(ROLE_AND_BINDING)
+    secrets = files / "secrets.yaml"
+    secrets.write_text(SECRETS)
+    bad_secret = files / "bad-secret.yaml"
+    bad_secret.write_text(BAD_SECRET)
     changed = files / "changed.yaml"
     changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
     n = ["-n", ns]
@@ -185,6 +217,17 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get configmaps (header)", ["get", "configmaps", *n]),
         ("create configmap", ["create", "configmap", "c1", "--from-literal=a=b", *n]),
         ("get configmap -o jsonpath", ["get", "configmap", "c1", "-o", "jsonpath={.data}", *n]),
+        ("apply Secrets (stringData, a tls one missing its key, an immutable one, a bad docker config)",
+         ["apply", "-f", str(secrets), *n]),
+        ("create a Secret that is not base64 (400)", ["create", "-f", str(bad_secret), *n]),
+        ("get secrets (table)", ["get", "secrets", *n]),
+        ("get secret -o jsonpath (stringData merged)", ["get", "secret", "s1", "-o",
+                                                        "jsonpath={.type} {.data} {.stringData}", *n]),
+        ("get secrets --field-selector type", ["get", "secrets", "--field-selector", "type=Opaque", "-o", "name",
+                                               *n]),
+        ("patch an immutable Secret's data (422)", ["patch", "secret", "frozen", "-p", '{"data":{"a":"Yg=="}}', *n]),
+        ("patch a Secret's type (422)", ["patch", "secret", "s1", "-p", '{"type":"kubernetes.io/tls"}', *n]),
+        ("delete secrets", ["delete", "secrets", "--all", *n]),
         ("create deployment", ["create", "deployment", "d1", "--image=mockgpu/workload", "--replicas=0", *n]),
         ("get deployment (table)", ["get", "deployment", "d1", *n]),
         ("rollout status", ["rollout", "status", "deployment/d1", "--timeout=30s", *n]),

@@ -1,4 +1,5 @@
-"""The core group (``/api/v1``): Pods, Nodes, Namespaces, Events, ConfigMaps, ServiceAccounts, Bindings, Services.
+"""The core group (``/api/v1``): Pods, Nodes, Namespaces, Events, ConfigMaps, Secrets, ServiceAccounts, Bindings,
+Services.
 
 Upstream: ``pkg/registry/core/<kind>/strategy.go`` and ``storage/storage.go`` for each kind. The rules themselves
 are in ``defaults`` (SetDefaults_*, admission defaults), ``corevalidation`` and ``podupdate`` (ValidatePod*,
@@ -11,7 +12,15 @@ import copy
 from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
-from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
+from mockgpu.control.apiserver import (
+    corevalidation,
+    defaults,
+    names,
+    printers,
+    protobuf,
+    secretstrategy,
+    servicestrategy,
+)
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -32,7 +41,7 @@ from mockgpu.control.apiserver.status import FieldError
 
 GROUP_VERSION = "v1"
 #: other kinds kube-apiserver's scheme knows in core/v1: a body of one decodes, then fails conversion
-SCHEME_KINDS = frozenset({"Secret", "Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
+SCHEME_KINDS = frozenset({"Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
                           "PodTemplate", "ComponentStatus"})
 
 
@@ -174,6 +183,10 @@ EVENT = Kind("events", "event", "Event", True, ALL, ("ev",), validate=on_every_w
 CONFIGMAP = Kind("configmaps", "configmap", "ConfigMap", True, ALL, ("cm",),
                  validate=on_every_write(corevalidation.validate_configmap), printer=printers.CONFIGMAP,
                  model="V1ConfigMap", protobuf=protobuf.CONFIG_MAP)
+# pkg/registry/core/secret: stringData merged into data, the type's required keys (``secretstrategy``)
+SECRET = Kind("secrets", "secret", "Secret", True, ALL, prepare=secretstrategy.prepare_secret,
+              validate=secretstrategy.validate_secret, printer=printers.SECRET,
+              field_labels={**META_FIELDS, "type": field_path("type")}, model="V1Secret")
 SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", True, ALL, ("sa",),
                       printer=printers.SERVICEACCOUNT, model="V1ServiceAccount", protobuf=protobuf.SERVICE_ACCOUNT)
 # the legacy ``bindings`` resource: POST binds the pod it names, as ``pods/<name>/binding`` does (BindingREST)
@@ -191,4 +204,4 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                              "spec.type": field_path("spec", "type")},
                model="V1Service", protobuf=protobuf.SERVICE)
 
-KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
+KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
