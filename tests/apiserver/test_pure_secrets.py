@@ -15,7 +15,6 @@ import pytest
 from mockgpu.control.apiserver.discovery import RESOURCES
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.status import StatusError
-from mockgpu.control.apiserver.store import Store
 
 SECRET = RESOURCES["secrets"]
 
@@ -25,12 +24,8 @@ def b64(text: str) -> str:
 
 
 @pytest.fixture
-def api(tmp_path):
-    store = Store(tmp_path / "store.db")
-    api = ResourceAPI(store)
-    api.create(RESOURCES["namespaces"], "", {"metadata": {"name": "default"}})
-    yield api
-    store.close()
+def api(resource_api):
+    return resource_api
 
 
 def create(api: ResourceAPI, body: dict[str, Any]) -> dict[str, Any] | str:
