@@ -14,6 +14,7 @@ from aiohttp import web
 
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.limits import MAX_BODY_BYTES, too_large
+from mockgpu.control.apiserver.protobuf import PAYLOAD
 
 log = logging.getLogger("mockgpu.apiserver")
 
@@ -24,7 +25,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def status_response(err: st.StatusError) -> web.Response:
-    return web.Response(body=json.dumps(err.status).encode(), status=err.code, content_type="application/json")
+    """The error's Status as JSON (kept on the response for a protobuf client: ``protobuf.negotiate``)."""
+    response = web.Response(body=json.dumps(err.status).encode(), status=err.code, content_type="application/json")
+    response[PAYLOAD] = err.status
+    return response
 
 
 def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:

@@ -92,7 +92,10 @@ def encode(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = JSON) -> web.Response:
-    return web.Response(body=encode(obj), status=status, content_type=content_type)
+    """A JSON response; the object is kept on it for a protobuf client (``protobuf.negotiate``)."""
+    response = web.Response(body=encode(obj), status=status, content_type=content_type)
+    response[protobuf.PAYLOAD] = obj
+    return response
 
 
 def wants_table(accept: str) -> str | None:
@@ -189,7 +192,8 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
         raise st.unsupported_media_type(content_type)
     ctype = parsed
     if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw, registry.protobuf_message)
+        info = registry.by_kind(kind) if kind is not None else None
+        return protobuf.decode(raw, kind, info.api_version if info is not None else "")
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
