@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -553,7 +554,8 @@ def wants_protobuf(accept: str) -> bool:
     return False
 
 
-PAYLOAD = "mockgpu.payload"  # a JSON response's object, kept on the response for :func:`negotiate`
+#: a JSON response's object, kept on the response for :func:`negotiate` (aiohttp 3.13+ types the key)
+PAYLOAD: Any = web.ResponseKey("mockgpu.payload", object) if hasattr(web, "ResponseKey") else "mockgpu.payload"
 
 
 def _resource_path(path: str) -> bool:
