@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mockgpu.control.apiserver import protobuf, registry
+from mockgpu.control.apiserver import protobuf, registry, request
 from mockgpu.control.apiserver.status import StatusError
 
 S = protobuf.schema()
@@ -82,7 +82,7 @@ def test_every_served_kind_round_trips(api_version: str, kind: str):
     obj = {"apiVersion": api_version, "kind": kind, **filled(name)}
     body = protobuf.encode(obj)
     assert body is not None and body.startswith(protobuf.MAGIC)
-    assert protobuf.decode(body) == obj
+    assert protobuf.decode_object(body) == obj
 
 
 # ---- realistic objects: what Go's JSON keeps and drops --------------------------------------------------------------
@@ -142,7 +142,7 @@ def _go_printed_pod() -> dict[str, Any]:
 
 
 def test_a_realistic_pod_round_trips_as_go_prints_it():
-    assert protobuf.decode(protobuf.encode(POD)) == _go_printed_pod()
+    assert protobuf.decode_object(protobuf.encode(POD)) == _go_printed_pod()
 
 
 @pytest.mark.parametrize(("path", "value"), [
@@ -163,7 +163,7 @@ def test_a_realistic_pod_round_trips_as_go_prints_it():
     (("status", "containerStatuses", 0, "imageID"), ""),  # string without omitempty: kept
 ])
 def test_pod_fields_survive(path: tuple[Any, ...], value: Any):
-    got: Any = protobuf.decode(protobuf.encode(POD))
+    got: Any = protobuf.decode_object(protobuf.encode(POD))
     for key in path:
         got = got[key]
     assert got == value
@@ -176,7 +176,7 @@ def test_pod_fields_survive(path: tuple[Any, ...], value: Any):
      ()),
 ])
 def test_zero_non_pointer_omitempty_fields_are_dropped(obj: dict[str, Any], dropped: tuple[str, ...]):
-    got = protobuf.decode(protobuf.encode(obj))
+    got = protobuf.decode_object(protobuf.encode(obj))
     spec = got.get("spec", {})
     assert all(key not in spec for key in dropped)
     if obj["kind"] == "Deployment":
@@ -205,7 +205,7 @@ def test_zero_non_pointer_omitempty_fields_are_dropped(obj: dict[str, Any], drop
      ("spec", "sessionAffinityConfig", "clientIP", "timeoutSeconds"), 0),
 ])
 def test_kubernetes_json_types(obj: dict[str, Any], key: tuple[Any, ...], value: Any):
-    got: Any = protobuf.decode(protobuf.encode(obj))
+    got: Any = protobuf.decode_object(protobuf.encode(obj))
     for k in key:
         got = got[k]
     assert got == value
@@ -234,42 +234,43 @@ def test_delete_options_decode_in_every_group_version(api_version: str):
     opts = protobuf.to_message("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions",
                                {"gracePeriodSeconds": 0, "propagationPolicy": "Foreground",
                                 "preconditions": {"uid": "u"}, "dryRun": ["All"]})
-    assert protobuf.decode(_envelope(api_version, "DeleteOptions", opts.SerializeToString())) == {
+    assert protobuf.decode_object(_envelope(api_version, "DeleteOptions", opts.SerializeToString())) == {
         "apiVersion": api_version, "kind": "DeleteOptions", "gracePeriodSeconds": 0,
         "propagationPolicy": "Foreground", "preconditions": {"uid": "u"}, "dryRun": ["All"]}
 
 
 def test_an_empty_type_meta_defaults_to_the_urls_kind():
     raw = protobuf.to_message("k8s.io.api.core.v1.ConfigMap", {"metadata": {"name": "c"}}).SerializeToString()
-    assert protobuf.decode(_envelope("", "", raw), "ConfigMap", "v1") == {
+    assert request.decode_body(_envelope("", "", raw), protobuf.CONTENT_TYPE, "ConfigMap") == {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
 
 
 @pytest.mark.parametrize(("body", "kind", "message"), [
-    (b'{"kind":"Pod"}', "Pod", "the object provided is unrecognized (must be of type Pod): provided protobuf is not "
-                               "a Kubernetes object: missing the k8s magic prefix"),
+    (b'{"kind":"Pod"}', "Pod", "the object provided is unrecognized (must be of type Pod): provided data does not "
+                               'appear to be a protobuf message, expected prefix [107 56 115 0] ({"kind":"Pod"})'),
     (_envelope("v1", "Nonsense", b""), "Pod", 'Nonsense in version "v1" cannot be handled as a Pod: no kind '
                                               '"Nonsense" is registered for version "v1" in scheme '
-                                              '"pkg/api/legacyscheme/scheme.go:30"'),
-    (_envelope("v1", "Pod", b"\x0a\xff\xff"), "Pod", "the object provided is unrecognized (must be of type Pod): "
-                                                      "unable to decode protobuf body"),
-    (protobuf.MAGIC + b"\x0a\x05ab", None, "unable to decode protobuf body"),
+                                              '"pkg/runtime/scheme.go:111"'),
+    (_envelope("v1", "Pod", b"\x0a\xff\xff"), "Pod", 'Pod in version "v1" cannot be handled as a Pod: unexpected EOF'),
+    (protobuf.MAGIC + b"\x0a\x05ab", "Pod", "the object provided is unrecognized (must be of type Pod): unexpected "
+                                          "EOF (6b3873000a056162)"),
+    (protobuf.MAGIC + b"\x0a\x05ab", None, "unexpected EOF"),
 ])
-def test_malformed_bodies_are_400(body: bytes, kind: str | None, message: str):
+def test_malformed_bodies_are_400_as_upstream_words_them(body: bytes, kind: str | None, message: str):
     with pytest.raises(StatusError) as err:
-        protobuf.decode(body, kind)
-    assert err.value.code == 400 and err.value.status["message"].startswith(message)
+        request.decode_body(body, protobuf.CONTENT_TYPE, kind)
+    assert err.value.code == 400 and err.value.status["message"] == message
 
 
 def test_a_list_and_a_status_encode():
     pods = {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "7", "continue": "x"},
             "items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}]}
-    got = protobuf.decode(protobuf.encode(pods) or b"")
+    got = protobuf.decode_object(protobuf.encode(pods) or b"")
     assert got["metadata"] == pods["metadata"] and got["items"][0]["metadata"] == {"name": "a"}
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "m",
               "reason": "Invalid", "code": 422, "details": {"name": "p", "kind": "Pod", "causes": [
                   {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers"}]}}
-    assert protobuf.decode(protobuf.encode(status) or b"") == status
+    assert protobuf.decode_object(protobuf.encode(status) or b"") == status
 
 
 def test_kinds_without_a_message_stay_json():
@@ -285,7 +286,7 @@ def test_watch_frames_are_length_prefixed_watch_events():
     assert length == len(frame) - 4
     event = S.message_class("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent").FromString(frame[4:])
     assert event.type == "ADDED" and event.object.raw == protobuf.encode(cm)
-    assert protobuf.decode(event.object.raw) == cm
+    assert protobuf.decode_object(event.object.raw) == cm
 
 
 @pytest.mark.parametrize(("accept", "protobuf_wanted"), [

@@ -31,7 +31,7 @@ def test_a_protobuf_create_answers_in_protobuf_what_a_json_get_reads(raw):
                                       protobuf.encode(_configmap("pb")), content_type=PB,
                                       headers={"Accept": CLIENT_GO_ACCEPT})
     assert code == 201 and headers["Content-Type"] == PB and body.startswith(protobuf.MAGIC)
-    created = protobuf.decode(body)
+    created = protobuf.decode_object(body)
     code, as_json = raw.json("GET", "/api/v1/namespaces/default/configmaps/pb")
     assert code == 200 and created == as_json
     assert created["binaryData"] == {"bin": "AAEC"} and created["immutable"] is False
@@ -43,12 +43,12 @@ def test_lists_and_errors_are_protobuf_too(raw):
     code, body, headers = raw.request("GET", "/api/v1/namespaces/default/configmaps?labelSelector=a%3Db",
                                       headers={"Accept": CLIENT_GO_ACCEPT})
     assert code == 200 and headers["Content-Type"] == PB
-    listed = protobuf.decode(body)
+    listed = protobuf.decode_object(body)
     assert listed["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in listed["items"]] == ["listed"]
     code, body, headers = raw.request("GET", "/api/v1/namespaces/default/configmaps/missing",
                                       headers={"Accept": CLIENT_GO_ACCEPT})
     assert code == 404 and headers["Content-Type"] == PB
-    assert protobuf.decode(body) == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+    assert protobuf.decode_object(body) == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                      "message": 'configmaps "missing" not found', "reason": "NotFound",
                                      "details": {"name": "missing", "kind": "configmaps"}, "code": 404}
 
@@ -59,12 +59,12 @@ def test_a_protobuf_delete_options_body_is_honoured(raw):
     opts = protobuf.encode({"apiVersion": "v1", "kind": "DeleteOptions", "dryRun": ["All"]})
     code, body, _ = raw.request("DELETE", "/api/v1/namespaces/default/configmaps/gone", opts, content_type=PB,
                                 headers={"Accept": CLIENT_GO_ACCEPT})
-    assert code == 200 and protobuf.decode(body)["status"] == "Success"
+    assert code == 200 and protobuf.decode_object(body)["status"] == "Success"
     assert raw.json("GET", "/api/v1/namespaces/default/configmaps/gone")[0] == 200  # dry run: still there
     opts = protobuf.encode({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "not-its-uid"}})
     code, body, _ = raw.request("DELETE", "/api/v1/namespaces/default/configmaps/gone", opts, content_type=PB,
                                 headers={"Accept": CLIENT_GO_ACCEPT})
-    assert code == 409 and protobuf.decode(body)["reason"] == "Conflict"
+    assert code == 409 and protobuf.decode_object(body)["reason"] == "Conflict"
 
 
 @pytest.mark.parametrize("accept", ["application/json", "application/json, application/vnd.kubernetes.protobuf",
@@ -85,7 +85,7 @@ def test_discovery_and_tables_stay_json(raw):
 
 @pytest.mark.parametrize(("kind", "error"), [
     ("Secret", "converting (v1.Secret) to (core.ConfigMap): unknown conversion"),  # a kind the scheme has
-    ("Nonsense", 'no kind "Nonsense" is registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'),
+    ("Nonsense", 'no kind "Nonsense" is registered for version "v1" in scheme "pkg/runtime/scheme.go:111"'),
 ])
 def test_a_body_of_another_kind_gets_upstreams_error(raw, kind, error):
     unknown = protobuf.schema().message_class("k8s.io.apimachinery.pkg.runtime.Unknown")()
@@ -111,7 +111,7 @@ def test_the_watch_stream_is_length_prefixed_watch_events(raw, cluster):
     while data:
         (length,) = struct.unpack(">I", data[:4])
         event = event_class.FromString(data[4:4 + length])
-        events.append((event.type, protobuf.decode(event.object.raw)))
+        events.append((event.type, protobuf.decode_object(event.object.raw)))
         data = data[4 + length:]
     assert [(t, o["kind"], o["metadata"]["name"]) for t, o in events] == [("ADDED", "ConfigMap", "watched")]
 

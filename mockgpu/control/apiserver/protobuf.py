@@ -39,8 +39,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from mockgpu.control.apiserver import status as st
-
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 WATCH_CONTENT_TYPE = CONTENT_TYPE + ";stream=watch"
@@ -285,7 +283,10 @@ def _read_special(msg: Any, kind: str) -> Any:
         if not raw:
             return None
         if raw.startswith(MAGIC):  # an object the protobuf serializer embedded
-            return decode_object(raw)
+            try:
+                return decode_object(raw)
+            except LookupError as exc:
+                raise ProtobufError(f"embedded object of an unknown kind: {exc.args}") from None
         try:
             return json.loads(raw)
         except ValueError as exc:
@@ -444,50 +445,91 @@ def from_message(msg: Message) -> dict[str, Any]:
 
 # ---- the envelope -------------------------------------------------------------------------------------------------
 
-def _unknown(raw: bytes) -> Any:
-    if not raw.startswith(MAGIC):
-        raise ProtobufError("provided protobuf is not a Kubernetes object: missing the k8s magic prefix")
-    s = schema()
+class EnvelopeError(ProtobufError):
+    """The body is not a ``runtime.Unknown`` behind the magic (upstream's decoder cannot tell its kind)."""
+
+
+class ObjectError(ProtobufError):
+    """The envelope named ``api_version``/``kind`` and its ``raw`` does not decode as that message."""
+
+    def __init__(self, api_version: str, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.api_version, self.kind = api_version, kind
+
+
+def _truncated(buf: bytes) -> bool:
+    """Whether a field of ``buf``'s top level runs past its end (Go's decoder says ``unexpected EOF``)."""
+    i = 0
+
+    def varint() -> int | None:
+        nonlocal i
+        shift = value = 0
+        while i < len(buf) and shift < 64:
+            b = buf[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+        return None
+
+    while i < len(buf):
+        key = varint()
+        if key is None:
+            return True
+        wire = key & 7
+        if wire == 0:
+            if varint() is None:
+                return True
+        elif wire == 2:
+            n = varint()
+            if n is None or i + n > len(buf):
+                return True
+            i += n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+            if i > len(buf):
+                return True
+        else:
+            return False
+    return False
+
+
+def _parse(cls: type[Message], data: bytes) -> Message:
     try:
-        return s.message_class(_UNKNOWN).FromString(raw[len(MAGIC):])
+        return cls.FromString(data)
     except DecodeError as exc:
-        raise ProtobufError(f"unable to decode protobuf body: {exc}") from None
+        raise ProtobufError("unexpected EOF" if _truncated(data) else f"proto: {exc}") from None
+
+
+#: what upstream's protobuf decoder says of a body without the magic (``serializer/protobuf``)
+NOT_PROTOBUF = "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+#: the scheme upstream's protobuf decoder names when the envelope's kind is unknown (its object creater's)
+PROTOBUF_SCHEME = "pkg/runtime/scheme.go:111"
 
 
 def decode_object(raw: bytes, default_api_version: str = "", default_kind: str = "") -> dict[str, Any]:
-    """The JSON form of an encoded object (magic, ``runtime.Unknown``, message); ``ProtobufError`` when it does not
-    decode, ``LookupError`` (the api version and kind) when no message has its kind. An empty apiVersion or kind
-    in the envelope defaults to the given ones, as upstream's ``gvkWithDefaults``."""
-    unknown = _unknown(raw)
+    """The JSON form of an encoded object (magic, ``runtime.Unknown``, message). ``EnvelopeError`` when it is
+    not an envelope, ``LookupError`` (api version, kind) when no message has its kind, ``ObjectError`` when the
+    object does not decode. An empty apiVersion or kind in the envelope defaults to the given ones, as upstream's
+    ``gvkWithDefaults``."""
+    if not raw.startswith(MAGIC):
+        raise EnvelopeError(NOT_PROTOBUF)
+    s = schema()
+    try:
+        unknown: Any = _parse(s.message_class(_UNKNOWN), raw[len(MAGIC):])
+    except ProtobufError as exc:
+        raise EnvelopeError(str(exc)) from None
     api_version = unknown.typeMeta.apiVersion or default_api_version
     kind = unknown.typeMeta.kind or default_kind
-    s = schema()
     name = s.message_of(api_version, kind)
     if name is None:
         raise LookupError(api_version, kind)
     try:
-        msg = s.message_class(name).FromString(unknown.raw)
-    except DecodeError as exc:
-        raise ProtobufError(f"unable to decode protobuf body: {exc}") from None
-    return {"apiVersion": api_version, "kind": kind, **_read(msg, s.plan(name), s)}
-
-
-def decode(raw: bytes, kind: str | None = None, api_version: str = "") -> dict[str, Any]:
-    """A request body: its JSON form, as the JSON decoder would give it to the handlers (which check its kind
-    against the URL's as for JSON). 400 as upstream's decoder when malformed or of a kind no message has."""
-    try:
-        return decode_object(raw, api_version, kind or "")
+        msg = _parse(s.message_class(name), unknown.raw)
+        return {"apiVersion": api_version, "kind": kind, **_read(msg, s.plan(name), s)}
     except ProtobufError as exc:
-        raise st.bad_request(str(exc) if kind is None else
-                             f"the object provided is unrecognized (must be of type {kind}): {exc}") from None
-    except LookupError as exc:
-        got_version, got_kind = exc.args
-        message = f'no kind "{got_kind}" is registered for version "{got_version}" in scheme ' \
-                  '"pkg/api/legacyscheme/scheme.go:30"'
-        if kind is not None and got_kind:
-            message = f'{got_kind} in version "{got_version.rsplit("/", 1)[-1]}" cannot be handled as a {kind}: ' \
-                      + message
-        raise st.bad_request(message) from None
+        raise ObjectError(api_version, kind, str(exc)) from None
 
 
 def encode(obj: dict[str, Any]) -> bytes | None:
