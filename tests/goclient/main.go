@@ -15,6 +15,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -202,10 +203,10 @@ func scenario(cs *kubernetes.Clientset, ns string) {
 	_ = watch.Added
 }
 
-func bench(kubeconfig, ns string, n int) {
+func bench(kubeconfig, ns string, n int, modes []string) {
 	ctx := context.Background()
 	result := map[string]float64{}
-	for _, mode := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+	for _, mode := range modes {
 		cs := clientset(kubeconfig, mode)
 		pods := cs.CoreV1().Pods(ns)
 		times := make([]float64, 0, n)
@@ -245,6 +246,10 @@ func main() {
 		}
 		cs := clientset(os.Args[2], "")
 		_, _ = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: os.Args[3]}}, metav1.CreateOptions{})
-		bench(os.Args[2], os.Args[3], n)
+		modes := []string{"application/vnd.kubernetes.protobuf", "application/json"}
+		if len(os.Args) > 5 {
+			modes = strings.Split(os.Args[5], ",")
+		}
+		bench(os.Args[2], os.Args[3], n, modes)
 	}
 }

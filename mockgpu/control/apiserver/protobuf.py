@@ -29,6 +29,7 @@ import math
 import re
 import struct
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -596,8 +597,8 @@ def wants_protobuf(accept: str) -> bool:
     return False
 
 
-#: a JSON response's object, kept on the response for :func:`negotiate` (aiohttp 3.13+ types the key)
-PAYLOAD: Any = web.ResponseKey("mockgpu.payload", object) if hasattr(web, "ResponseKey") else "mockgpu.payload"
+#: whether the request being served is answered in protobuf (set by :func:`negotiate` for the request's task)
+_WANTED: ContextVar[bool] = ContextVar("mockgpu_protobuf_wanted", default=False)
 
 
 def _resource_path(path: str) -> bool:
@@ -605,23 +606,29 @@ def _resource_path(path: str) -> bool:
     return path.startswith("/api/v1/") or (path.startswith("/apis/") and path.count("/") >= 4)
 
 
+def response(obj: Any, status: int = 200) -> web.Response | None:
+    """``obj`` (an object, a list or a Status) as a protobuf response when the request is answered in protobuf
+    and its kind has a message; None otherwise (the caller answers JSON). Only a ContextVar lookup for JSON."""
+    if not _WANTED.get() or not isinstance(obj, dict):
+        return None
+    body = encode(obj)
+    return None if body is None else web.Response(body=body, status=status, content_type=CONTENT_TYPE)
+
+
 Handler = Callable[[Any], Any]
 
 
 async def negotiate(request: Any, handler: Handler) -> Any:
-    """The middleware that answers in protobuf when the client prefers it: an object, a list or a Status that a
-    resource URL answered (kept on the response as :data:`PAYLOAD`) is re-encoded; everything else stays JSON."""
-    response = await handler(request)
+    """The middleware that marks a request on a resource URL whose Accept prefers protobuf: ``json_response``
+    and the error middleware then answer its objects, lists and Status errors in protobuf (:func:`response`);
+    everything else stays JSON."""
     accept = request.headers.get("Accept", "")
-    if CONTENT_TYPE not in accept or getattr(response, "prepared", True) or not _resource_path(request.path):
-        return response
-    payload = response.get(PAYLOAD)
-    if isinstance(payload, dict) and wants_protobuf(accept):
-        body = encode(payload)
-        if body is not None:
-            response.body = body
-            response.content_type = CONTENT_TYPE
-    return response
+    wanted = CONTENT_TYPE in accept and _resource_path(request.path) and wants_protobuf(accept)
+    token = _WANTED.set(wanted)
+    try:
+        return await handler(request)
+    finally:
+        _WANTED.reset(token)
 
 
 OPENAPI_V2_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # what client-go asks for

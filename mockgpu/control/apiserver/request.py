@@ -92,10 +92,8 @@ def encode(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = JSON) -> web.Response:
-    """A JSON response; the object is kept on it for a protobuf client (``protobuf.negotiate``)."""
-    response = web.Response(body=encode(obj), status=status, content_type=content_type)
-    response[protobuf.PAYLOAD] = obj
-    return response
+    """A JSON response, or protobuf for a client that prefers it (``protobuf.negotiate``)."""
+    return protobuf.response(obj, status) or web.Response(body=encode(obj), status=status, content_type=content_type)
 
 
 def wants_table(accept: str) -> str | None:
