@@ -114,6 +114,7 @@ class _Schema:
         self.go: dict[str, dict[str, list[str]]] = go["messages"]
         self._plans: dict[str, _Plan] = {}
         self._classes: dict[str, type[Message]] = {}
+        self._messages: dict[tuple[str, str], str | None] = {}
 
     def descriptor(self, name: str) -> Descriptor | None:
         try:
@@ -129,12 +130,18 @@ class _Schema:
 
     def message_of(self, api_version: str, kind: str) -> str | None:
         """The message of ``kind`` in ``api_version`` (``"v1"``, ``"apps/v1"``), or None."""
-        package = self.groups.get(api_version)
-        if package is not None and self.descriptor(f"{package}.{kind}") is not None:
-            return f"{package}.{kind}"
-        if kind in _META_KINDS:
-            return f"{_META}.{kind}"
-        return None
+        key = (api_version, kind)
+        if key not in self._messages:
+            package = self.groups.get(api_version)
+            name = None
+            if package is not None and self.descriptor(f"{package}.{kind}") is not None:
+                name = f"{package}.{kind}"
+            elif kind in _META_KINDS:
+                name = f"{_META}.{kind}"
+            if len(self._messages) < 4096:  # bodies name kinds: do not let odd ones grow the cache without bound
+                self._messages[key] = name
+            return name
+        return self._messages[key]
 
     def plan(self, name: str) -> _Plan:
         plan = self._plans.get(name)
@@ -156,7 +163,7 @@ class _Schema:
             fields.append(_Field(fd, json_name or fd.name, "p" in flags, "o" in flags or "z" in flags, "i" in flags,
                                  special, _repeated(fd) and map_value is None,
                                  map_value, target.type if sub is None else None, sub))
-        plan = self._plans[name] = _Plan(name, fields)
+        plan = _Plan(name, fields)
         for f in fields:
             plan.by_number[f.fd.number] = f
             if f.inline and f.sub is not None:
@@ -169,6 +176,7 @@ class _Schema:
                     and not (f.omitempty and f.sub is None) and f.special not in (_TIME, _MICRO_TIME, _RAW_EXTENSION,
                                                                                   "wrapper"):
                 plan.defaults.append(f)
+        self._plans[name] = plan  # whole, or not at all: a body decoded on a worker thread may ask meanwhile
         return plan
 
 
@@ -422,7 +430,9 @@ def _read(msg: Any, plan: _Plan, s: _Schema) -> dict[str, Any]:
             out[f.json] = base64.b64encode(value).decode() if f.scalar == FieldDescriptor.TYPE_BYTES else value
     for f in plan.defaults:  # what Go prints for a field the body left out (a Go client always sends them)
         if f.json not in out and not msg.HasField(f.fd.name):
-            out[f.json] = _zero(f, s)
+            zero = _zero(f, s)
+            if zero is not None:  # (a zero FieldsV1 prints null)
+                out[f.json] = zero
     return out
 
 
