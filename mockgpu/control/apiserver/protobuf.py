@@ -88,6 +88,13 @@ class _Field:
     map_value: FieldDescriptor | None  # the value field of a map's entry
     scalar: int | None  # the protobuf type of a scalar (or of a map's scalar value)
     sub: str | None  # the message of a (repeated, map value or single) message field
+    name: str = ""  # the proto field's name (attribute of the message class)
+    plain: bool = False  # a single scalar other than bytes: the common case, taken first
+
+    def __post_init__(self) -> None:
+        self.name = self.fd.name
+        self.plain = (self.scalar is not None and self.scalar != FieldDescriptor.TYPE_BYTES and not self.repeated
+                      and self.map_value is None)
 
 
 @dataclass(eq=False)
@@ -319,18 +326,31 @@ def _scalar_in(scalar: int | None, value: Any, where: str) -> Any:
 
 
 def _fill(msg: Any, plan: _Plan, obj: dict[str, Any], s: _Schema) -> None:
+    by_json = plan.by_json
     for key, value in obj.items():
-        hit = plan.by_json.get(key)
+        hit = by_json.get(key)
         if hit is None or value is None:
             continue
         f, via = hit
         target = msg
         if via is not None:
-            target = getattr(msg, via.fd.name)
+            target = getattr(msg, via.name)
             target.SetInParent()
+        if f.plain:  # fast path; a value of another type falls through to _set's conversion or error
+            try:
+                setattr(target, f.name, value)
+                continue
+            except (TypeError, ValueError):
+                pass
+        elif f.sub is not None and f.special is None and not f.repeated and f.map_value is None \
+                and type(value) is dict:
+            sub = getattr(target, f.name)
+            sub.SetInParent()
+            _fill(sub, s.plan(f.sub), value, s)
+            continue
         _set(target, f, value, s)
     for f in plan.inlines:  # an inlined struct is always marshaled (Go's non-pointer field)
-        getattr(msg, f.fd.name).SetInParent()
+        getattr(msg, f.name).SetInParent()
 
 
 def _set(msg: Any, f: _Field, value: Any, s: _Schema) -> None:
@@ -394,11 +414,17 @@ def _is_zero(value: Any) -> bool:
 
 def _read(msg: Any, plan: _Plan, s: _Schema) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    by_number = plan.by_number
     for fd, value in msg.ListFields():
-        f = plan.by_number.get(fd.number)
+        f = by_number.get(fd.number)
         if f is None:
             continue
-        if f.map_value is not None:
+        if f.plain:  # the common case first
+            if f.pointer or not f.omitempty or value:
+                out[f.json] = value
+        elif f.sub is not None and f.special is None and not f.repeated and f.map_value is None and not f.inline:
+            out[f.json] = _read(value, s.plan(f.sub), s)
+        elif f.map_value is not None:
             if f.special is not None:
                 out[f.json] = {k: _read_special(value[k], f.special) for k in sorted(value)}
             elif f.sub is not None:
