@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib.util
+import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor as FD
 
 from mockgpu.control.apiserver import protobuf, registry, request
 from mockgpu.control.apiserver.status import StatusError
@@ -28,8 +34,6 @@ def _special_value(special: str, n: int) -> Any:
 
 
 def _scalar_value(f: Any, n: int) -> Any:
-    from google.protobuf.descriptor import FieldDescriptor as FD
-
     if f.scalar == FD.TYPE_STRING:
         return f"v{n}"
     if f.scalar == FD.TYPE_BOOL:
@@ -302,3 +306,16 @@ def test_watch_frames_are_length_prefixed_watch_events():
 ])
 def test_negotiation(accept: str, protobuf_wanted: bool):
     assert protobuf.wants_protobuf(accept) is protobuf_wanted
+
+
+def test_the_committed_schema_is_what_the_generator_makes():
+    """scripts/gen-k8s-proto --check: the descriptors and Go facts match k8s.io/api v0.37.2 in the module cache."""
+    root = Path(__file__).resolve().parents[2]
+    source = Path(os.environ.get("GOMODCACHE", Path.home() / "go/pkg/mod")) / "k8s.io/api@v0.37.2"
+    if not source.exists():
+        pytest.skip(f"{source} is absent (scripts/upstream-build puts k8s.io/api in the Go module cache)")
+    if importlib.util.find_spec("grpc_tools") is None:
+        pytest.skip("grpcio-tools is not installed (the test extra's)")
+    done = subprocess.run([sys.executable, str(root / "scripts" / "gen-k8s-proto"), "--check"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
