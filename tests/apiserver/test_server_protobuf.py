@@ -6,16 +6,12 @@ from __future__ import annotations
 import json
 import ssl
 import struct
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
+from goclient_build import require_goclient, run_scenario
 
 from mockgpu.control.apiserver import protobuf
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from goclient_build import require_goclient, run_scenario  # noqa: E402
 
 PB = protobuf.CONTENT_TYPE
 CLIENT_GO_ACCEPT = "application/vnd.kubernetes.protobuf, */*"

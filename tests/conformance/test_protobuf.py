@@ -6,16 +6,12 @@ error (code, reason, message). Same bytes are not required; the same decoded obj
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
+from goclient_build import require_goclient, run_scenario
 from kubernetes.client import ApiClient
 
 from mockgpu.control.apiserver import protobuf
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from goclient_build import require_goclient, run_scenario  # noqa: E402
 
 PB = protobuf.CONTENT_TYPE
 _VOLATILE = re.compile(r"^(uid|resourceVersion|creationTimestamp|time|lastTransitionTime|startTime)$")
