@@ -303,6 +303,9 @@ def test_watch_frames_are_length_prefixed_watch_events():
     ("*/*", False),
     ("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json", False),
     ("application/vnd.kubernetes.protobuf;stream=watch", True),
+    # client-go's metadata client: the embedded server answers whole objects, which it decodes from JSON only
+    ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", False),
 ])
 def test_negotiation(accept: str, protobuf_wanted: bool):
     assert protobuf.wants_protobuf(accept) is protobuf_wanted

@@ -626,8 +626,8 @@ def wants_protobuf(accept: str) -> bool:
     if CONTENT_TYPE not in accept.lower():
         return False
     for kind, params in _accept_clauses(accept):
-        if kind == CONTENT_TYPE:
-            return params.get("as") in (None, "PartialObjectMetadata", "PartialObjectMetadataList")
+        if kind == CONTENT_TYPE:  # a conversion (as=Table, as=PartialObjectMetadata) is answered in JSON: the
+            return "as" not in params  # server answers those with the objects or a Table, which JSON carries
         if kind in ("application/json", "application/yaml", "*/*", "application/*"):
             return False
     return False
