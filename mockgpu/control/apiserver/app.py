@@ -3,9 +3,9 @@
 Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``, the same under
 ``/apis/<group>/<version>`` for the named groups of ``registry``, plus discovery
 (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, ``/version``), ``/openapi/v3`` and health
-checks. Request bodies may be JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON,
-or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get). Reading requests is
-``request``; the verbs are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
+checks. Request bodies may be JSON, YAML or protobuf; responses are JSON, protobuf when the client prefers it
+(``protobuf.negotiate``), or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get).
+Reading requests is ``request``; the verbs are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ class APIApp:
         self.address = "127.0.0.1:0"
         self._openapi: dict[str, bytes] = {}
         self._openapi_lock = asyncio.Lock()
-        self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
+        self.app = web.Application(middlewares=[web.middleware(protobuf.negotiate), guard(token),
+                                                fieldvalidation.warnings_middleware],
                                    client_max_size=limits.MAX_BODY_BYTES)
         self.app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)  # any path, newlines (%0a) too
 

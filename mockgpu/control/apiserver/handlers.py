@@ -205,13 +205,15 @@ class ResourceAPI:
         """(object, removed). Bound pods and objects with finalizers are only marked for deletion."""
         old = self.get(info, ns, name)
         meta = old["metadata"]
+        # the preconditions as rest.BeforeDelete checks them first (its Conflict names the kind, not the resource)
         if opts.uid is not None and opts.uid != meta.get("uid"):
-            raise st.conflict(info.plural, name, info.group, f"Precondition failed: UID in precondition: "
-                              f"{opts.uid}, UID in object meta: {meta.get('uid')}")
+            raise st.conflict(info.kind, name, info.group, f"the UID in the precondition ({opts.uid}) does not match "
+                              f"the UID in record ({meta.get('uid')}). The object might have been deleted and then "
+                              "recreated")
         if opts.resource_version is not None and opts.resource_version != meta.get("resourceVersion"):
-            raise st.conflict(info.plural, name, info.group, f"Precondition failed: ResourceVersion in "
-                              f"precondition: {opts.resource_version}, ResourceVersion in object meta: "
-                              f"{meta.get('resourceVersion')}")
+            raise st.conflict(info.kind, name, info.group, f"the ResourceVersion in the precondition "
+                              f"({opts.resource_version}) does not match the ResourceVersion in record "
+                              f"({meta.get('resourceVersion')}). The object might have been modified")
         lifecycle = info.lifecycle
         if lifecycle is not None and name in lifecycle.immortal:
             raise st.forbidden(resource=info.plural, name=name, reason=f"this {info.singular} may not be deleted")

@@ -12,15 +12,7 @@ import copy
 from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
-from mockgpu.control.apiserver import (
-    corevalidation,
-    defaults,
-    names,
-    printers,
-    protobuf,
-    secretstrategy,
-    servicestrategy,
-)
+from mockgpu.control.apiserver import corevalidation, defaults, names, printers, secretstrategy, servicestrategy
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -166,7 +158,7 @@ NAMESPACE = Kind("namespaces", "namespace", "Namespace", False, NO_COLLECTION, (
                  prepare=lambda obj, old, subresource: defaults.default_namespace(obj), returns_deleted=True,
                  printer=printers.NAMESPACE, field_labels={**CLUSTER_FIELDS, "status.phase": field_path("status",
                                                                                                         "phase")},
-                 model="V1Namespace", protobuf=protobuf.NAMESPACE)
+                 model="V1Namespace")
 
 
 # ---- the rest ----------------------------------------------------------------------------------------------------
@@ -182,13 +174,13 @@ EVENT = Kind("events", "event", "Event", True, ALL, ("ev",), validate=on_every_w
              micro_times=EVENT_MICRO_TIMES, printer=printers.EVENT, field_labels=EVENT_FIELDS, model="CoreV1Event")
 CONFIGMAP = Kind("configmaps", "configmap", "ConfigMap", True, ALL, ("cm",),
                  validate=on_every_write(corevalidation.validate_configmap), printer=printers.CONFIGMAP,
-                 model="V1ConfigMap", protobuf=protobuf.CONFIG_MAP)
+                 model="V1ConfigMap")
 # pkg/registry/core/secret: stringData merged into data, the type's required keys (``secretstrategy``)
 SECRET = Kind("secrets", "secret", "Secret", True, ALL, prepare=secretstrategy.prepare_secret,
               validate=secretstrategy.validate_secret, printer=printers.SECRET,
               field_labels={**META_FIELDS, "type": field_path("type")}, model="V1Secret")
 SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", True, ALL, ("sa",),
-                      printer=printers.SERVICEACCOUNT, model="V1ServiceAccount", protobuf=protobuf.SERVICE_ACCOUNT)
+                      printer=printers.SERVICEACCOUNT, model="V1ServiceAccount")
 # the legacy ``bindings`` resource: POST binds the pod it names, as ``pods/<name>/binding`` does (BindingREST)
 BINDING = Kind("bindings", "binding", "Binding", True, ("create",), stored=False, route_to=("pods", "binding"),
                name_rule=names.path_segment_name,
@@ -202,6 +194,6 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                allocate=servicestrategy.allocate, returns_deleted=True, printer=printers.SERVICE,
                field_labels={**META_FIELDS, "spec.clusterIP": field_path("spec", "clusterIP"),
                              "spec.type": field_path("spec", "type")},
-               model="V1Service", protobuf=protobuf.SERVICE)
+               model="V1Service")
 
 KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)

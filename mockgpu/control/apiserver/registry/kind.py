@@ -5,8 +5,9 @@ storage) per kind: the resource's names, scope, verbs and subresources (``metav1
 (defaults and ``PrepareForCreate``/``PrepareForUpdate``, ``Validate``/``ValidateUpdate``, the admission check a
 strategy makes against the namespace), the status and scale subresources, garbage-collection and delete rules,
 the printer (``pkg/printers/internalversion``), the field labels for field selectors (``GetAttrs``/
-``toSelectableFields``), the schema source (the official client's model) and the protobuf message a typed
-kubectl command sends. The server modules look records up (``registry``); none keeps its own per-kind table.
+``toSelectableFields``) and the schema source (the official client's model); the protobuf message is the
+kind's own in k8s.io/api (``protobuf``). The server modules look records up (``registry``); none keeps its
+own per-kind table.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.printers import Printer
-from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.status import FieldError
 
 Obj = dict[str, Any]
@@ -136,7 +136,6 @@ class Kind:
     printer: Printer | None = None
     field_labels: FieldLabels = field(default_factory=lambda: META_FIELDS)
     model: str | None = None  # the official client's model: OpenAPI schema, kubectl explain, decoding
-    protobuf: Message | None = None  # the message kubectl's typed commands send
 
     @property
     def list_kind(self) -> str:
