@@ -311,7 +311,7 @@ class APIApp:
     def _manager(request: web.Request, verb: str, t: Target, patch_type: str) -> tuple[str | None, bool | None]:
         """(the manager a create/update/patch records, ``force``) after upstream's validation of the options'
         ``fieldManager`` and ``force`` (422); (None, None) for other verbs and subresources that record none."""
-        if verb not in ("create", "update", "patch") or t.sub in ("binding", "eviction", "scale"):
+        if verb not in ("create", "update", "patch") or t.sub in ("binding", "eviction"):
             return None, None
         q = request.query
         force = _go_bool(q["force"]) if "force" in q else None
@@ -404,6 +404,13 @@ class APIApp:
         if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
             raise st.conflict(t.info.plural, name, t.info.group)
         new = {**current, "spec": {**current.get("spec", {}), "replicas": replicas}}
+        manager, _ = self._manager(request, verb, t, "")
+        if manager is not None:
+            entries = managedfields.scale_update(t.info.api_version, current["metadata"].get("managedFields"),
+                                                 current.get("spec", {}).get("replicas"), replicas, manager)
+            new["metadata"] = {k: v for k, v in current["metadata"].items() if k != "managedFields"}
+            if entries:
+                new["metadata"]["managedFields"] = entries
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
         return json_response(workloads.to_scale(obj))
 

@@ -321,11 +321,50 @@ def update(scope: Scope, live: Obj | None, new: Obj, manager: str) -> list[Obj] 
     if not managed and live is not None:  # skipNonApplied: no longer tracked until the next apply
         return None
     times = dict(times)
+    base = _plain(live) if live is not None else smd.zero(scope.schema) or {}
     try:
-        managed = _record_update(scope, _plain(live), _plain(new), _copy(managed), times, manager)
+        managed = _record_update(scope, base, _plain(new), _copy(managed), times, manager)
     except smd.SchemaError:
         return live_entries if isinstance(live_entries, list) else None
     return encode(managed, times)
+
+
+# ---- the scale subresource --------------------------------------------------------------------------------------
+
+_REPLICAS: FieldPath = (("f", "spec"), ("f", "replicas"))
+_SCALE = Scope("autoscaling/v1", "Scale", "scale")
+
+
+def scale_update(api_version: str, entries: Any, old_replicas: Any, new_replicas: Any, manager: str) -> Any:
+    """The parent's managedFields after ``manager`` writes ``spec.replicas`` through ``/scale``, as upstream's
+    ``ScaleHandler`` does: the owners of the parent's ``spec.replicas`` become autoscaling/v1 Scale entries, the
+    write is recorded on those (an update of a Scale), and the result maps back (a new owner gets the parent's
+    path and API version, without a time; a previous owner that lost it loses it)."""
+    try:
+        managed, times = decode(entries)
+    except ValueError:
+        return entries
+    sub = {m: Owned({_REPLICAS}, _SCALE.api_version, o.applied) for m, o in managed.items() if _REPLICAS in o.fields}
+    sub_times = {m: times.get(m) for m in sub}
+    if not sub:  # skipNonApplied: a Scale nobody owns a field of is not tracked
+        return entries
+    sub = _record_update(_SCALE, {"spec": {"replicas": old_replicas}}, {"spec": {"replicas": new_replicas}},
+                         sub, sub_times, manager)
+    out: Managed = {}
+    out_times: Times = {}
+    for m, o in managed.items():
+        if _REPLICAS not in o.fields:
+            out[m], out_times[m] = o, times.get(m)
+        elif m not in sub:
+            if o.fields - {_REPLICAS}:
+                out[m], out_times[m] = Owned(o.fields - {_REPLICAS}, o.api_version, o.applied), times.get(m)
+        else:
+            out[m], out_times[m] = o, times.get(m)
+            del sub[m]
+    for m, o in sub.items():
+        if _REPLICAS in o.fields:
+            out[m], out_times[m] = Owned({_REPLICAS}, api_version, o.applied), times.get(m)
+    return encode(out, out_times)
 
 
 # ---- apply -----------------------------------------------------------------------------------------------------

@@ -70,8 +70,8 @@ def _shape(atom: Any, v: Any) -> str:
     """What the walkers do with ``v`` under ``atom`` (upstream's deduceAtom and the atomic relationships)."""
     if isinstance(atom, str):
         return _LEAF
-    if "l" in atom:
-        return _LIST if isinstance(v, list) and atom.get("t") != "atomic" else _LEAF
+    if "l" in atom:  # a null list is an empty one (deduceAtom keeps the list type)
+        return _LIST if (v is ABSENT or v is None or isinstance(v, list)) and atom.get("t") != "atomic" else _LEAF
     if v is ABSENT or v is None or isinstance(v, dict):
         return _LEAF if atom.get("m") == "atomic" else _MAP
     return _LEAF
@@ -152,6 +152,20 @@ def type_at(t: Any, path: FieldPath) -> Any:
         else:
             t = atom["l"] if "l" in atom else "d"
     return t
+
+
+def zero(t: Any, depth: int = 0) -> Any:
+    """Go's zero value of a type as the unstructured converter renders it: nested structs as objects, required
+    lists, maps and pointers as null (the "live" object of a create, which upstream compares the new one with)."""
+    atom = _atom(t)
+    if not isinstance(atom, dict) or "l" in atom or depth > 32:
+        return None
+    out: dict[str, Any] = {}
+    for name, struct in (atom.get("z") or {}).items():
+        out[name] = zero((atom.get("f") or {}).get(name, "d"), depth + 1) if struct else None
+        if struct and out[name] is None:
+            out[name] = {}
+    return out
 
 
 # ---- field sets ------------------------------------------------------------------------------------------------
