@@ -106,11 +106,118 @@ spec:
   containers: []
 """
 
-NORMALISE = [  # in order: the token volume's random suffix first, since it can look like an age ("25m4s")
+SSA_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ssa, labels: {app: ssa}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ssa}}
+  template:
+    metadata: {labels: {app: ssa}}
+    spec:
+      schedulerName: no-such-scheduler
+      containers:
+      - name: app
+        image: mockgpu/workload
+        ports: [{containerPort: 80}]
+"""
+SSA_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: ssa}
+data: {a: "1", b: "2"}
+"""
+SSA_ROLE = """apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ssa}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list]
+"""
+
+
+def ssa_battery(n: list[str], files: Path) -> list[tuple[str, list[str]]]:
+    """Server-side apply: create, re-apply, a second manager's conflict and ``--force-conflicts``, fields dropped
+    from the applied configuration, ``/scale`` and a label taking ownership, dry run, the migration from
+    client-side apply, and the managedFields each leaves (``time`` normalised; a Deployment's are read per manager,
+    since the two control planes' controllers record their own status entries)."""
+    def write(name: str, text: str) -> str:
+        (files / name).write_text(text)
+        return str(files / name)
+    dep = write("ssa-d1.yaml", SSA_DEPLOYMENT)
+    dep2 = write("ssa-d2.yaml", SSA_DEPLOYMENT.replace("replicas: 1", "replicas: 2"))
+    dep3 = write("ssa-d3.yaml", SSA_DEPLOYMENT.replace("  replicas: 1\n", "").replace(
+        "        ports: [{containerPort: 80}]\n", ""))
+    other = write("ssa-other.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ssa}\n"
+                                    "spec: {replicas: 3}\n")
+    cm = write("ssa-cm.yaml", SSA_CONFIGMAP)
+    cm2 = write("ssa-cm2.yaml", SSA_CONFIGMAP.replace('b: "2"', 'c: "3"'))
+    cm_other = write("ssa-cm-other.yaml", 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, labels: {l: x}}\n'
+                                          'data: {a: "9", c: "4"}\n')
+    role = write("ssa-role.yaml", SSA_ROLE)
+    role2 = write("ssa-role2.yaml", SSA_ROLE.replace("[get, list]", "[get]"))
+    csa = write("ssa-csa.yaml", SSA_DEPLOYMENT.replace("name: ssa,", "name: csa,"))
+    csa2 = write("ssa-csa2.yaml", SSA_DEPLOYMENT.replace("name: ssa,", "name: csa,").replace("replicas: 1",
+                                                                                               "replicas: 5"))
+
+    def owned(kind: str, name: str, *managers: str) -> list[str]:
+        jp = "".join(f'{m}:{{range .metadata.managedFields[?(@.manager=="{m}")]}} {{.operation}} {{.apiVersion}} '
+                     f'{{.subresource}} {{.time}} {{.fieldsV1}}{{end}}{{"\\n"}}' for m in managers)
+        return ["get", kind, name, "-o", "jsonpath=" + jp, *n]
+    ssa = ["apply", "--server-side"]
+    return [
+        ("apply --server-side (create)", [*ssa, "-f", dep, *n]),
+        ("apply --server-side managedFields", owned("deployment", "ssa", "kubectl", "other")),
+        ("apply --server-side (unchanged)", [*ssa, "-f", dep, *n]),
+        ("apply --server-side (configured)", [*ssa, "-f", dep2, *n]),
+        ("apply --server-side by another manager (conflict)", [*ssa, "--field-manager=other", "-f", other, *n]),
+        ("apply --server-side --force-conflicts", [*ssa, "--field-manager=other", "--force-conflicts", "-f", other,
+                                                   *n]),
+        ("managedFields after a forced apply", owned("deployment", "ssa", "kubectl", "other")),
+        ("apply --server-side, replicas now another's (conflict)", [*ssa, "-f", dep2, *n]),
+        ("apply --server-side without replicas and ports", [*ssa, "-f", dep3, *n]),
+        ("managedFields after dropping fields", owned("deployment", "ssa", "kubectl", "other")),
+        ("get deployment -o jsonpath after dropping fields", ["get", "deployment", "ssa", "-o", "jsonpath="
+                                                              "{.spec.replicas} {.spec.template.spec.containers}", *n]),
+        ("scale a server-side applied deployment", ["scale", "deployment", "ssa", "--replicas=0", *n]),
+        ("label a server-side applied deployment", ["label", "deployment", "ssa", "x=y", *n]),
+        ("managedFields after scale and label", owned("deployment", "ssa", "kubectl", "other", "kubectl-label")),
+        ("apply --server-side --dry-run=server", [*ssa, "--dry-run=server", "--force-conflicts", "-f", dep2, *n]),
+        ("nothing stored by the dry run", ["get", "deployment", "ssa", "-o", "jsonpath={.spec.replicas}", *n]),
+        ("apply --server-side a ConfigMap", [*ssa, "-f", cm, *n]),
+        ("apply --server-side a ConfigMap by another manager (2 conflicts)", [*ssa, "--field-manager=other", "-f",
+                                                                            cm_other, *n]),
+        ("apply --server-side a ConfigMap without a key", [*ssa, "-f", cm2, *n]),
+        ("get configmap -o yaml --show-managed-fields", ["get", "configmap", "ssa", "-o", "yaml",
+                                                         "--show-managed-fields", *n]),
+        ("create configmap records kubectl-create", ["create", "configmap", "ssa-created", "--from-literal=x=y",
+                                                     *n]),
+        ("get created configmap --show-managed-fields", ["get", "configmap", "ssa-created", "-o", "yaml",
+                                                         "--show-managed-fields", *n]),
+        ("apply --server-side a Role", [*ssa, "-f", role, *n]),
+        ("apply --server-side a Role with fewer verbs", [*ssa, "-f", role2, *n]),
+        ("get role -o yaml --show-managed-fields", ["get", "role", "ssa", "-o", "yaml", "--show-managed-fields",
+                                                    *n]),
+        ("apply (client-side) before server-side", ["apply", "-f", csa, *n]),
+        ("managedFields of a client-side apply", owned("deployment", "csa", "kubectl",
+                                                       "kubectl-client-side-apply")),
+        ("apply --server-side after client-side apply (migration)", [*ssa, "-f", csa2, *n]),
+        ("managedFields after the migration", owned("deployment", "csa", "kubectl", "kubectl-client-side-apply")),
+        ("last-applied annotation after the migration", ["get", "deployment", "csa", "-o", "jsonpath={.metadata."
+                                                         "annotations.kubectl\\.kubernetes\\.io/last-applied-"
+                                                         "configuration}", *n]),
+        ("apply --server-side with a too long field manager (422)", [*ssa, "--field-manager=" + "m" * 129, "-f", cm,
+                                                                     *n]),
+        ("delete the server-side applied objects", ["delete", "deployment/ssa", "deployment/csa", "configmap/ssa",
+                                                    "configmap/ssa-created", "role/ssa", *n]),
+    ]
+
+
+NORMALISE = [  # in order: the token volume's random suffix and uids first, since they can look like an age ("25m4s")
     (re.compile(r"kube-api-access-[a-z0-9]{5}"), "kube-api-access-<random>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"\b\d+(\.\d+)?(s|m|h|d|y)(\d+(s|m|h))?\b"), "<age>"),
     (re.compile(r"<invalid>|<unknown>"), "<age>"),
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"), "<time>"),
     (re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"), "<time>"),
     (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
@@ -278,6 +385,7 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get clusterrolebinding cluster-admin -o wide", ["get", "clusterrolebinding", "cluster-admin", "-o",
                                                           "wide"]),
         ("delete the RBAC objects", ["delete", "role,rolebinding", "--all", *n]),
+        *ssa_battery(n, files),
         ("delete statefulset, daemonset, cronjob", ["delete", "statefulset/web", "daemonset/agent", "cronjob/c1",
                                                     *n]),
         ("delete deployment", ["delete", "deployment", "d1", *n]),

@@ -348,8 +348,9 @@ def scale_update(api_version: str, entries: Any, old_replicas: Any, new_replicas
     sub_times = {m: times.get(m) for m in sub}
     if not sub:  # skipNonApplied: a Scale nobody owns a field of is not tracked
         return entries
-    sub = _record_update(_SCALE, {"spec": {"replicas": old_replicas}}, {"spec": {"replicas": new_replicas}},
-                         sub, sub_times, manager)
+    def scale(replicas: Any) -> Obj:  # ScaleSpec.replicas is omitempty: a Scale to 0 has none
+        return {"spec": {"replicas": replicas}} if replicas else {"spec": {}}
+    sub = _record_update(_SCALE, scale(old_replicas), scale(new_replicas), sub, sub_times, manager)
     out: Managed = {}
     out_times: Times = {}
     for m, o in managed.items():
