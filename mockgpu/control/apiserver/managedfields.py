@@ -212,10 +212,10 @@ class Scope:
 
 def _plain(obj: Obj | None) -> Obj:
     """The object as structured-merge-diff sees it: without its managedFields."""
-    out = copy.deepcopy(obj) if obj else {}
+    out = dict(obj) if obj else {}  # shallow: the walkers only read, and writers copy what they store
     meta = out.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+    if isinstance(meta, dict) and "managedFields" in meta:
+        out["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
     return out
 
 
@@ -229,10 +229,9 @@ class Conflicts(Exception):
         self.items = items
 
 
-def _update_owners(scope: Scope, live: Obj, new: Obj, managed: Managed, writer: str, force: bool) -> Managed:
+def _update_owners(cmp: smd.Comparison, managed: Managed, writer: str, force: bool) -> Managed:
     """``Updater.update``: changed fields leave their other owners (a conflict unless ``force``), removed fields
     leave everyone."""
-    cmp = smd.compare(scope.schema, live, new).filtered(scope.reset)
     changed = cmp.modified | cmp.added
     conflicts: dict[str, FieldSet] = {}
     for ident, owned in managed.items():
@@ -253,7 +252,7 @@ def _update_owners(scope: Scope, live: Obj, new: Obj, managed: Managed, writer: 
 def _smd_update(scope: Scope, live: Obj, new: Obj, managed: Managed, writer: str) -> Managed:
     """``Updater.Update`` with the writer's set stripped of metadata (``stripMetaManager``)."""
     cmp = smd.compare(scope.schema, live, new).filtered(scope.reset)
-    managed = _update_owners(scope, live, new, managed, writer, True)
+    managed = _update_owners(cmp, managed, writer, True)
     mine = managed[writer].fields if writer in managed else set()
     mine = ((mine - cmp.removed) | cmp.modified | cmp.added) - _STRIP
     managed[writer] = Owned(smd.filter_excluded(mine, scope.reset), scope.api_version, False)
@@ -398,7 +397,7 @@ def _smd_apply(scope: Scope, live: Obj, config: Obj, managed: Managed, ident: st
     fields = smd.filter_excluded(smd.to_field_set(t, config), scope.reset)
     managed[ident] = Owned(fields, scope.api_version, True)
     new = _prune(scope, new, managed, last)
-    managed = _update_owners(scope, live, new, managed, ident, force)
+    managed = _update_owners(smd.compare(t, live, new).filtered(scope.reset), managed, ident, force)
     return (None if new == live else new), managed
 
 

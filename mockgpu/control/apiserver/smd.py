@@ -20,6 +20,7 @@ struct does not declare is deduced (upstream: "field not declared in schema"), a
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path as _FilePath
@@ -50,14 +51,21 @@ def root_type(api_version: str, kind: str) -> str | None:
 
 # ---- schema resolution -----------------------------------------------------------------------------------------
 
+@functools.cache
+def _named(name: str) -> Any:
+    t: Any = name
+    while isinstance(t, str):
+        if t in ("s", "u", "d"):
+            return _DEDUCED if t == "d" else t
+        t = DEFS.get(t, "d")
+    return _atom(t)
+
+
 def _atom(t: Any) -> Any:
     """A type reference resolved: ``"s"``/``"u"``/``"d"``, a list (``{"l": ...}``) or an object (fields...)."""
     while True:
         if isinstance(t, str):
-            if t in ("s", "u", "d"):
-                return _DEDUCED if t == "d" else t
-            t = DEFS.get(t, "d")
-            continue
+            return _named(t)
         if "r" in t:
             base = _atom(t["r"])
             return {**base, "m": t["m"]} if isinstance(base, dict) and "l" not in base else base
