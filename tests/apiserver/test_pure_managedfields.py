@@ -289,3 +289,20 @@ def test_every_served_kind_walks() -> None:
     """Every kind upstream's schema names has a root definition the walkers resolve."""
     for key, name in smd.GVK.items():
         assert name in smd.DEFS, key
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"bogus": 1}, "failed to create typed patch object (ns/c; apps/v1, Kind=Deployment): .bogus: field not "
+                   "declared in schema"),
+    ({"spec": {"template": {"spec": {"containers": [{"name": "a", "x": 1}]}}}},
+     'failed to create typed patch object (ns/c; apps/v1, Kind=Deployment): .spec.template.spec.containers'
+     '[name="a"].x: field not declared in schema'),
+    ({"spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "a"}]}}}},
+     'failed to create typed patch object (ns/c; apps/v1, Kind=Deployment): .spec.template.spec.containers: '
+     'duplicate entries for key [name="a"]'),
+], ids=["unknown", "unknown-in-item", "duplicate-key"])
+def test_an_apply_that_does_not_fit_the_schema_is_upstreams_500(config: dict[str, Any], message: str) -> None:
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "c", "namespace": "ns"}, **config}
+    with pytest.raises(StatusError) as err:
+        mf.apply(SCOPE, None, body, "m", False)
+    assert (err.value.code, err.value.status["message"], err.value.status.get("reason")) == (500, message, None)

@@ -483,6 +483,14 @@ def apply(scope: Scope, live: Obj | None, config: Obj, manager: str, force: bool
         managed, times = decode(live_obj.get("metadata", {}).get("managedFields"))
     except ValueError as exc:
         raise internal_error(f"failed to decode managed fields: {exc}") from None
+    errs = smd.validate(scope.schema, config)
+    if errs:  # ObjectToTyped of the patch: a plain error, which the API server answers 500 without a reason
+        meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}; " \
+                f"{_gvk_string(scope.api_version, scope.kind)}"
+        text = errs[0] if len(errs) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errs)
+        raise StatusError({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                           "message": f"failed to create typed patch object ({where}): {text}", "code": 500})
     plain_live, plain_config = _plain(live_obj), _plain(config)
     try:
         try:

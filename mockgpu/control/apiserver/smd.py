@@ -176,6 +176,48 @@ def zero(t: Any, depth: int = 0) -> Any:
     return out
 
 
+def validate(t: Any, value: Any) -> list[str]:
+    """``TypedValue`` validation of an applied configuration (``validatingObjectWalker``): fields a struct does not
+    declare, list items without their keys, duplicate keys; each as ``<path>: <message>``. Scalar types are left to
+    the API server's decoding."""
+    errs: list[str] = []
+    _validate(t, value, "", errs)
+    return errs
+
+
+def _validate(t: Any, v: Any, path: str, errs: list[str]) -> None:
+    atom = _atom(t)
+    if isinstance(atom, str) or v is None:
+        return
+    if "l" in atom:
+        if not isinstance(v, list):
+            return
+        seen: set[PathElement] = set()
+        for i, item in enumerate(v):
+            if atom.get("t") == "atomic":
+                sub = f"{path}[{i}]"
+            else:
+                try:
+                    pe = item_element(atom, item)
+                except SchemaError as exc:
+                    errs.append(f"{path}: element {i}: {exc}" if path else f"element {i}: {exc}")
+                    return
+                if pe in seen:
+                    errs.append(f"{path}: duplicate entries for key {path_string((pe,))}")
+                seen.add(pe)
+                sub = path + path_string((pe,))
+            _validate(atom["l"], item, sub, errs)
+        return
+    if not isinstance(v, dict):
+        return
+    for key, child in v.items():
+        fields = atom.get("f") or {}
+        if key not in fields and "e" not in atom:
+            errs.append(f"{path}.{key}: field not declared in schema")
+            return
+        _validate(fields.get(key, atom.get("e")), child, f"{path}.{key}", errs)
+
+
 # ---- field sets ------------------------------------------------------------------------------------------------
 
 def to_field_set(t: Any, value: Any) -> FieldSet:
