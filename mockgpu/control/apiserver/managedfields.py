@@ -485,7 +485,7 @@ def apply(scope: Scope, live: Obj | None, config: Obj, manager: str, force: bool
         raise internal_error(f"failed to decode managed fields: {exc}") from None
     errs = smd.validate(scope.schema, config)
     if errs:  # ObjectToTyped of the patch: a plain error, which the API server answers 500 without a reason
-        meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        meta: Obj = config["metadata"] if isinstance(config.get("metadata"), dict) else {}
         where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}; " \
                 f"{_gvk_string(scope.api_version, scope.kind)}"
         text = errs[0] if len(errs) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errs)
@@ -507,7 +507,7 @@ def apply(scope: Scope, live: Obj | None, config: Obj, manager: str, force: bool
         raise conflict_error(exc.items) from None
     except smd.SchemaError as exc:
         raise internal_error(f"failed to create typed patch object: {exc}") from None
-    new = without_nulls(new)
+    new = dict(without_nulls(new))
     meta = new.setdefault("metadata", {})
     if manager == "kubectl" and (meta.get("annotations") or {}).get(LAST_APPLIED):
         meta["annotations"][LAST_APPLIED] = _last_applied(config)

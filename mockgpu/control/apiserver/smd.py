@@ -420,7 +420,7 @@ def _merge_list(atom: dict[str, Any], lhs: list[Any], rhs: list[Any]) -> list[An
     lpe_list = [pe for pe, _ in lpes]
     rpe_list = [pe for pe, _ in rpes]
 
-    def item(pe: PathElement, lchild: Any, rchild: Any) -> None:
+    def add(lchild: Any, rchild: Any) -> None:
         value = merge(atom["l"], lchild, rchild)
         if value is not ABSENT:
             out.append(value)
@@ -431,7 +431,7 @@ def _merge_list(atom: dict[str, Any], lhs: list[Any], rhs: list[Any]) -> list[An
             if pe == rpe_list[ri]:
                 merged_r.add(pe)
                 lc = observed_l.get(pe)
-                item(pe, ABSENT if lc is None else lc, observed_r[pe])
+                add(ABSENT if lc is None else lc, observed_r[pe])
                 li += 1
                 ri += 1
                 next_shared = shared.pop(0) if shared else None
@@ -442,7 +442,7 @@ def _merge_list(atom: dict[str, Any], lhs: list[Any], rhs: list[Any]) -> list[An
         if li < len(lpe_list):
             pe = lpe_list[li]
             if pe not in observed_r:
-                item(pe, lpes[li][1], ABSENT)
+                add(lpes[li][1], ABSENT)
                 li += 1
                 continue
             if pe in merged_r:
@@ -451,7 +451,7 @@ def _merge_list(atom: dict[str, Any], lhs: list[Any], rhs: list[Any]) -> list[An
             pe = rpe_list[ri]
             merged_r.add(pe)
             lc = observed_l.get(pe)
-            item(pe, ABSENT if lc is None else lc, observed_r[pe])
+            add(ABSENT if lc is None else lc, observed_r[pe])
             ri += 1
             if next_shared is not None and next_shared == pe:
                 next_shared = shared.pop(0) if shared else None
