@@ -225,7 +225,7 @@ class APIApp:
                 raise st.unsupported_media_type(patch_type, accepted=SERVED_PATCH_TYPES)
         manager, force = self._manager(request, verb, t, patch_type if verb == "patch" else "")
         if verb == "patch" and patch_type == APPLY_PATCH:
-            return await self._apply(request, t, dry_run, strict, manager or "", bool(force))
+            return await self._apply(request, t, dry_run, strict, manager or "", bool(force), user)
         body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
             return await self._create(request, t, body, dry_run, strict, user, manager)
@@ -320,9 +320,10 @@ class APIApp:
         return managedfields.manager_of(field_manager, request.headers.get("User-Agent", "")), force
 
     async def _apply(self, request: web.Request, t: Target, dry_run: bool, strict: bool, manager: str,
-                     force: bool) -> web.Response:
-        """Server-side apply (``application/apply-patch+yaml``): create the object when it is absent (201), else
-        merge the applied configuration into it (``managedfields.apply``), then store it as any patch is."""
+                     force: bool, user: rbacauthz.User = rbacauthz.ADMIN) -> web.Response:
+        """Server-side apply (``application/apply-patch+yaml``): create the object when it is absent (201; the user
+        must also be allowed to create it, as upstream's ``withAuthorization``), else merge the applied
+        configuration into it (``managedfields.apply``), then store it as any patch is."""
         info, ns, name = t.info, t.namespace or "", t.name or ""
         try:
             config = await read_body(request)
@@ -350,6 +351,12 @@ class APIApp:
         if current is None:
             if t.sub:
                 raise st.not_found(info.plural, name, info.group)
+            if not user.privileged:
+                attrs = replace(rbacauthz.request_attributes(request.method, request.path, request.query),
+                                verb="create")
+                allowed, reason = rbacauthz.authorize(self.store, user, attrs)
+                if not allowed:
+                    raise rbacauthz.denial(user, attrs, reason)
             obj = self.api.create(info, ns, self._stored_form(info, new, strict), dry_run=dry_run, strict=strict)
             return self._object_response(request, info, obj, 201)
         new = self._stored_form(info, new, strict)
