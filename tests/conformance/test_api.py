@@ -154,6 +154,7 @@ def ssa_battery(n: list[str], files: Path) -> list[tuple[str, list[str]]]:
     cm2 = write("ssa-cm2.yaml", SSA_CONFIGMAP.replace('b: "2"', 'c: "3"'))
     cm_other = write("ssa-cm-other.yaml", 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, labels: {l: x}}\n'
                                           'data: {a: "9", c: "4"}\n')
+    cm_new = write("ssa-cm-new.yaml", SSA_CONFIGMAP.replace("name: ssa", "name: ssa-new"))
     role = write("ssa-role.yaml", SSA_ROLE)
     role2 = write("ssa-role2.yaml", SSA_ROLE.replace("[get, list]", "[get]"))
     csa = write("ssa-csa.yaml", SSA_DEPLOYMENT.replace("name: ssa,", "name: csa,"))
@@ -208,8 +209,15 @@ def ssa_battery(n: list[str], files: Path) -> list[tuple[str, list[str]]]:
                                                          "configuration}", *n]),
         ("apply --server-side with a too long field manager (422)", [*ssa, "--field-manager=" + "m" * 129, "-f", cm,
                                                                      *n]),
+        ("create a role that may patch configmaps", ["create", "role", "ssa-patcher", "--verb=get,patch",
+                                                     "--resource=configmaps", *n]),
+        ("bind it to dave", ["create", "rolebinding", "ssa-patcher", "--role=ssa-patcher", "--user=dave", *n]),
+        ("apply --server-side creating as dave (403: create)", [*ssa, "-f", cm_new, "--as=dave", *n]),
+        ("apply --server-side updating as dave", [*ssa, "--field-manager=dave", "--force-conflicts", "-f", cm,
+                                                  "--as=dave", *n]),
         ("delete the server-side applied objects", ["delete", "deployment/ssa", "deployment/csa", "configmap/ssa",
-                                                    "configmap/ssa-created", "role/ssa", *n]),
+                                                    "configmap/ssa-created", "role/ssa", "role/ssa-patcher",
+                                                    "rolebinding/ssa-patcher", *n]),
     ]
 
 
