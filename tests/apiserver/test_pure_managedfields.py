@@ -306,3 +306,15 @@ def test_an_apply_that_does_not_fit_the_schema_is_upstreams_500(config: dict[str
     with pytest.raises(StatusError) as err:
         mf.apply(SCOPE, None, body, "m", False)
     assert (err.value.code, err.value.status["message"], err.value.status.get("reason")) == (500, message, None)
+
+
+@pytest.mark.parametrize(("api_version", "kind", "zero"), [
+    ("apps/v1", "Deployment", {"metadata": {}, "spec": {"selector": None, "strategy": {}, "template": {
+        "metadata": {}, "spec": {"containers": None}}}, "status": {}}),
+    ("v1", "ConfigMap", {"metadata": {}}),
+])
+def test_a_create_is_compared_with_gos_zero_value(api_version: str, kind: str, zero: dict[str, Any]) -> None:
+    """What ``runtime.DefaultUnstructuredConverter`` makes of a new empty object: nested structs present, required
+    lists and pointers null, so a create's Update entry owns ``.spec.template`` only through its children (no
+    ``"."``), as upstream's ``kubectl-create`` entries show."""
+    assert smd.zero(smd.root_type(api_version, kind)) == zero
