@@ -207,6 +207,8 @@ def ssa_battery(n: list[str], files: Path) -> list[tuple[str, list[str]]]:
         ("last-applied annotation after the migration", ["get", "deployment", "csa", "-o", "jsonpath={.metadata."
                                                          "annotations.kubectl\\.kubernetes\\.io/last-applied-"
                                                          "configuration}", *n]),
+        ("managedFields of a created, labelled and patched pod", owned(
+            "pod", "p1", "kubectl-create", "kubectl-label", "kubectl-annotate", "kubectl-patch")),
         ("apply --server-side with a too long field manager (422)", [*ssa, "--field-manager=" + "m" * 129, "-f", cm,
                                                                      *n]),
         ("create a role that may patch configmaps", ["create", "role", "ssa-patcher", "--verb=get,patch",

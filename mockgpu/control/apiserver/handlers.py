@@ -293,14 +293,15 @@ class ResourceAPI:
         self.store.update("pods", new, old)
 
 
-def _tracker(info: Kind, old: Obj | None, sub: str, manager: str | None) -> Callable[[Obj], None] | None:
-    """What records ``manager``'s write of the defaulted object in its managedFields (None: nothing to record)."""
+def _tracker(info: Kind, old: Obj | None, sub: str, manager: str | None) -> Callable[[Obj, Obj], None] | None:
+    """What records ``manager``'s write (``written``: the defaulted object) in the managedFields of ``obj`` (the
+    object to store); None: nothing to record."""
     if manager is None:
         return None
     scope = managedfields.Scope(info.api_version, info.kind, sub, info.has("status"))
 
-    def track(obj: Obj) -> None:
-        entries = managedfields.update(scope, old, obj, manager)
+    def track(obj: Obj, written: Obj) -> None:
+        entries = managedfields.update(scope, old, written, manager)
         meta = obj.setdefault("metadata", {})
         if entries:
             meta["managedFields"] = entries
