@@ -163,7 +163,7 @@ def test_conflicts_are_409_with_upstreams_message_and_causes(case: str, change: 
     assert err.value.code == 409 and err.value.reason == "Conflict"
     assert err.value.status["message"] == message
     assert [c["field"] for c in err.value.status["details"]["causes"]] == fields
-    assert {c["type"] for c in err.value.status["details"]["causes"]} == {"FieldManagerConflict"}
+    assert {c["reason"] for c in err.value.status["details"]["causes"]} == {"FieldManagerConflict"}
     forced = mf.apply(SCOPE, live, other, "other", True)
     assert entries(forced)["other"][0] == "Apply"
     assert "f:replicas" not in entries(forced)["kubectl"][1]["f:spec"]

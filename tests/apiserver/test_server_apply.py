@@ -22,7 +22,7 @@ def test_apply_creates_then_updates_and_conflicts(raw):
                       "fieldManager=other")
     assert code == 409
     assert obj["message"] == 'Apply failed with 1 conflict: conflict with "m": .data.a'
-    assert obj["details"]["causes"] == [{"type": "FieldManagerConflict", "message": 'conflict with "m"',
+    assert obj["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "m"',
                                          "field": ".data.a"}]
     code, obj = apply(raw, "c", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '2'}\n",
                       "fieldManager=other&force=true&dryRun=All")

@@ -563,7 +563,43 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
                                                            _eventually_missing(core, "free", ns, kind="pod"))[1])
     case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
+    _apply_cases(core, ns, case)
     return out
+
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def _apply_cases(core: Any, ns: str, case: Any) -> None:
+    """Server-side apply's answers to bodies kubectl never sends: the options' and the body's errors, conflicts'
+    causes, force, and the uid checks (the official client sends the apply body as JSON, which is YAML)."""
+    def cm(name: str = "applied", **meta: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
+
+    def apply(body: Any, name: str = "applied", **kw: Any) -> Any:
+        return lambda: core.patch_namespaced_config_map(name, ns, body, _content_type=APPLY_PATCH, **kw)
+
+    def view(o: Any) -> Any:
+        return o.data, sorted((e.manager, e.operation, e.subresource) for e in o.metadata.managed_fields or [])
+    case("apply without a fieldManager (422)", apply({**cm(), "data": {"k": "v"}}))
+    case("apply creates", apply({**cm(), "data": {"k": "v"}}, field_manager="m"), view)
+    case("apply of another kind (400)", apply({**cm(), "kind": "Secret"}, field_manager="m"))
+    case("apply of another version (400)", apply({**cm(), "apiVersion": "v2"}, field_manager="m"))
+    case("apply without a kind (400)", apply({"metadata": {"name": "applied"}}, field_manager="m"))
+    case("apply naming another object (400)", apply(cm("other"), field_manager="m"))
+    case("apply without a name (400)", apply({"apiVersion": "v1", "kind": "ConfigMap"}, field_manager="m"))
+    case("apply in another namespace (400)", apply(cm(namespace="other"), field_manager="m"))
+    case("apply with managedFields (400)", apply(cm(managedFields=[]), field_manager="m"))
+    case("apply with an undeclared field (500)", apply({**cm(), "bogus": 1}, field_manager="m"))
+    case("apply by another manager (409 with causes)", apply({**cm(), "data": {"k": "w"}}, field_manager="n"), view)
+    case("apply by another manager, forced", apply({**cm(), "data": {"k": "w"}}, field_manager="n", force=True),
+         view)
+    case("force on a merge patch (422)", lambda: core.patch_namespaced_config_map("applied", ns, {"data": {}},
+                                                                                   force=True))
+    case("apply with a too long fieldManager (422)", apply(cm(), field_manager="x" * 129))
+    case("apply creating with a uid (409)", apply(cm("absent", uid="123"), "absent", field_manager="m"))
+    case("apply changing the uid (422)", apply(cm(uid="123"), field_manager="m"))
+    case("apply with a stale resourceVersion (409)", apply(cm(resourceVersion="1"), field_manager="m"))
 
 
 def _first_watch_event(core: Any, ns: str, rv: str) -> str:

@@ -351,6 +351,9 @@ class APIApp:
         if current is None:
             if t.sub:
                 raise st.not_found(info.plural, name, info.group)
+            if meta.get("uid"):  # patcher.applyPatch: a uid names an object that must exist
+                raise st.conflict(info.plural, name, info.group, f"uid mismatch: the provided object specified uid "
+                                                                 f"{meta['uid']}, and no existing object was found")
             if not user.privileged:
                 attrs = replace(rbacauthz.request_attributes(request.method, request.path, request.query),
                                 verb="create")
@@ -359,6 +362,10 @@ class APIApp:
                     raise rbacauthz.denial(user, attrs, reason)
             obj = self.api.create(info, ns, self._stored_form(info, new, strict), dry_run=dry_run, strict=strict)
             return self._object_response(request, info, obj, 201)
+        uid = meta.get("uid")
+        if uid and uid != current["metadata"].get("uid"):  # ValidateObjectMetaUpdate, on the applied object
+            raise st.invalid(info.kind, name, [st.field_invalid("metadata.uid", uid, "field is immutable")],
+                             info.group)
         new = self._stored_form(info, new, strict)
         self._check_event_update(info, ns, name, new)
         obj = self.api.patched(info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)

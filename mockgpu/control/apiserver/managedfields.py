@@ -440,7 +440,7 @@ def _allowed_by_last_applied(scope: Scope, live: Obj) -> FieldSet | None:
 
 def conflict_error(items: list[tuple[str, FieldPath]]) -> StatusError:
     """``NewConflictError``: 409 Conflict, a message per upstream and a ``FieldManagerConflict`` cause per field."""
-    causes = [{"type": "FieldManagerConflict", "message": f"conflict with {_print_manager(m)}",
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_print_manager(m)}",
                "field": smd.path_string(p)} for m, p in items]
     if len(items) == 1:
         message = f"Apply failed with 1 conflict: conflict with {_print_manager(items[0][0])}: " \
