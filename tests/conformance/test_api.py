@@ -587,7 +587,8 @@ def _apply_cases(core: Any, ns: str, case: Any) -> None:
     case("apply of another version (400)", apply({**cm(), "apiVersion": "v2"}, field_manager="m"))
     case("apply without a kind (400)", apply({"metadata": {"name": "applied"}}, field_manager="m"))
     case("apply naming another object (400)", apply(cm("other"), field_manager="m"))
-    case("apply without a name (400)", apply({"apiVersion": "v1", "kind": "ConfigMap"}, field_manager="m"))
+    case("apply without a name (the live object's)", apply({"apiVersion": "v1", "kind": "ConfigMap"},
+                                                           field_manager="m"), view)
     case("apply in another namespace (400)", apply(cm(namespace="other"), field_manager="m"))
     case("apply with managedFields (400)", apply(cm(managedFields=[]), field_manager="m"))
     case("apply with an undeclared field (500)", apply({**cm(), "bogus": 1}, field_manager="m"))
