@@ -90,10 +90,6 @@ KNOWN: list[Known] = [
     Known("status", case=r"paths .*: (GET|DELETE|HEAD) \* .*", detail=r"embedded 400 .* != upstream 404",
           reason="the request target `*` is valid only for OPTIONS (RFC 9112 3.2.4); aiohttp's parser refuses it "
                  "with 400, Go's net/http routes it and kube-apiserver answers 404"),
-    Known("status", case=r".*apply-patch\+yaml.*|aliases .*\(apply patch\).*",
-          detail=r"embedded 415 UnsupportedMediaType",
-          reason="server-side apply is not served by the embedded API server (README, issue 3's closing notes): "
-                 "application/apply-patch+yaml gets 415 whatever the body, where upstream decodes it first"),
 ]
 
 

@@ -28,6 +28,7 @@ JOB = Kind("jobs", "job", "Job", True, categories=("all",), group="batch",
            subresources=(Subresource("status", "Job", STATUS),),
            prepare=partial(workloads.prepare, defaults=workloads.default_job,
                            on_create=workloads.generate_job_selector),
+           defaults=workloads.spec_defaulted(workloads.default_job),
            validate=workloads.validate_job, quantities=template_quantities,
            gc_policy="Orphan",  # Jobs orphan their pods unless told otherwise, for compatibility (job strategy)
            printer=printers.JOB, model="V1Job")

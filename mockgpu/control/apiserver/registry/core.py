@@ -109,7 +109,8 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
     Subresource("log", "Pod", ("get",)),
     Subresource("status", "Pod", STATUS),
 ), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
-    prepare=prepare_pod, gated_fields=gated_pod_fields, validate=validate_pod,
+    prepare=prepare_pod, defaults=lambda o: defaults.default_pod(o, creating=False), gated_fields=gated_pod_fields,
+    validate=validate_pod,
     validate_status=validate_pod_status_update,
     quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,

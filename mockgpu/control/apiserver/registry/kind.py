@@ -114,6 +114,9 @@ class Kind:
     # the strategy
     name_rule: Callable[[str, bool], list[str]] = names.name_is_dns_subdomain
     prepare: Callable[[Obj, Obj | None, str], Obj] | None = None  # (obj, old, subresource): defaults, Prepare*
+    # the v1 defaults alone (SetDefaults_*), when ``prepare`` also admits on create (ServiceAccount, tolerations):
+    # what the field manager records a create's writer as owning (upstream runs it before admission)
+    defaults: Callable[[Obj], Obj] | None = None
     # (obj, old, gates): the fields of feature gates, dropped when their gate is off (dropDisabled*Fields), or
     # defaulted when it is on; before ``prepare``
     gated_fields: Callable[[Obj, Obj | None, FeatureGates], None] | None = None
