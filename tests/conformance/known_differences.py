@@ -43,10 +43,6 @@ KNOWN: list[Known] = [
     Known("outcome", case=r"continue with a garbage token.*", detail="continue key is not valid",
           reason="same 400 BadRequest; the text after 'continue key is not valid:' is the decoder's own error "
                  "for the token's bytes (Go's encoding/json upstream), which the embedded server does not mimic"),
-    Known("managedFields", case=r"client-go: .*|create a .*|get it in protobuf|list in protobuf",
-          detail=r"^embedded has none, upstream \[True(, True)*\]$",
-          reason="the embedded server does not keep managedFields yet (server-side apply is another part of issue "
-                 "22); the protobuf cases compare everything else of the objects"),
     Known("pod generation", case=r"client-go: (create|get) pod", detail=r"^embedded has none, upstream \[1\]$",
           reason="upstream 1.37 sets a pod's metadata.generation (1 on create, bumped on spec updates: pod "
                  "generation tracking); the embedded pod strategy does not yet"),

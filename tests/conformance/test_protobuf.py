@@ -30,9 +30,10 @@ def scrub(value: Any) -> Any:
 
 
 def split_known(value: Any, found: dict[str, list[Any]] | None = None) -> tuple[Any, dict[str, list[Any]]]:
-    """``value`` without what the embedded server does not keep yet, which is not about protobuf and is compared
-    on its own (its difference kinds are in known_differences.py): ``managedFields`` (server-side apply) and a
-    pod's ``metadata.generation`` (upstream 1.37's pod generation tracking)."""
+    """``value`` without what is not about protobuf and is compared on its own: whether ``managedFields`` are kept
+    (their entries hold times and the client's user agent; the kubectl battery compares their content), and a pod's
+    ``metadata.generation`` (upstream 1.37's pod generation tracking, not kept by the embedded server yet:
+    known_differences.py)."""
     found = {"managedFields": [], "pod generation": []} if found is None else found
     if isinstance(value, list | tuple):
         return type(value)(split_known(v, found)[0] for v in value), found
