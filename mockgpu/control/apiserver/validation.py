@@ -145,4 +145,6 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None,
         errs += names.validate_meta_update(obj.get("metadata") or {}, old.get("metadata") or {})
     if old is not None and subresource == "status" and info.validate_status is not None:
         return errs + info.validate_status(obj, old)
+    if old is not None and subresource in info.validate_subresource:
+        return errs + info.validate_subresource[subresource](obj, old)
     return errs + (info.validate(obj, old) if info.validate is not None else [])

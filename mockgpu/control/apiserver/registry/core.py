@@ -11,7 +11,15 @@ import copy
 from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
-from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
+from mockgpu.control.apiserver import (
+    corevalidation,
+    defaults,
+    names,
+    namespacestrategy,
+    printers,
+    protobuf,
+    servicestrategy,
+)
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -139,22 +147,20 @@ NODE = Kind("nodes", "node", "Node", False, ALL, ("no",), (), (Subresource("stat
 
 # ---- namespaces (pkg/registry/core/namespace) ------------------------------------------------------------------
 
-def _terminating(ns: Obj) -> None:
-    ns.setdefault("status", {})["phase"] = "Terminating"
-
-
-#: what every namespace holds and gives up with it (kube-controller-manager's serviceaccount and root-ca publisher
-#: controllers, and its namespace controller, simplified: the contents go at once), and the namespaces that
-#: NamespaceLifecycle admission keeps
+#: what every namespace holds (kube-controller-manager's serviceaccount and root-ca publisher controllers), the
+#: namespaces NamespaceLifecycle admission keeps, and the storage's two-phase delete (``namespacestrategy``; the
+#: contents are removed by the namespace controller, which then finalizes the namespace)
 NAMESPACE_LIFECYCLE = Lifecycle(immortal=("default", "kube-system", "kube-public"),
                                 created=lambda api, name: api.populate_namespace(name),
-                                terminating=_terminating,
-                                removing=lambda api, name: api.delete_namespace_contents(name))
+                                terminating=namespacestrategy.mark_terminating, held=namespacestrategy.held)
 
 NAMESPACE = Kind("namespaces", "namespace", "Namespace", False, NO_COLLECTION, ("ns",), (),
-                 (Subresource("status", "Namespace", STATUS),),
+                 (Subresource("finalize", "Namespace", ("update",)), Subresource("status", "Namespace", STATUS)),
                  name_rule=names.name_is_dns_label, lifecycle=NAMESPACE_LIFECYCLE,
-                 prepare=lambda obj, old, subresource: defaults.default_namespace(obj), returns_deleted=True,
+                 prepare=namespacestrategy.prepare_namespace, validate=namespacestrategy.validate_namespace,
+                 validate_status=namespacestrategy.validate_namespace_status,
+                 validate_subresource={"finalize": namespacestrategy.validate_namespace_finalize},
+                 returns_deleted=True,
                  printer=printers.NAMESPACE, field_labels={**CLUSTER_FIELDS, "status.phase": field_path("status",
                                                                                                         "phase")},
                  model="V1Namespace", protobuf=protobuf.NAMESPACE)
