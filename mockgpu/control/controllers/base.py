@@ -15,7 +15,8 @@ from mockgpu.control.controllers.logic import controller_of
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
 WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes",
-           "resourceclaims", "resourceclaimtemplates", "resourceslices", "devicetaintrules", "resourcequotas")
+           "resourceclaims", "resourceclaimtemplates", "resourceslices", "devicetaintrules", "resourcequotas",
+           "namespaces")
 #: owners the garbage collector looks up (a Pod owns the ResourceClaims made from its templates)
 OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
                "CronJob": "cronjobs", "StatefulSet": "statefulsets", "Pod": "pods"}
