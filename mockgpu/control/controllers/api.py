@@ -17,11 +17,13 @@ from mockgpu.control.scheduler.api import MERGE, RawApi
 
 Obj = dict[str, Any]
 PREFIX = {"pods": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "deployments": "/apis/apps/v1",
-          "replicasets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+          "replicasets": "/apis/apps/v1",
+          "replicationcontrollers": "/api/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
           "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1", "resourceclaims": "/apis/resource.k8s.io/v1",
           "resourceclaimtemplates": "/apis/resource.k8s.io/v1", "resourceslices": "/apis/resource.k8s.io/v1",
           "devicetaintrules": "/apis/resource.k8s.io/v1", "resourcequotas": "/api/v1", "namespaces": "/api/v1"}
-KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
+KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets",
+               "ReplicationController": "replicationcontrollers", "Job": "jobs",
                "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 
 

@@ -1,7 +1,8 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
 As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets, Jobs, pods and ResourceClaims
-as dependents; Deployments, ReplicaSets, Jobs, DaemonSets, CronJobs, StatefulSets and pods as owners): a
+as dependents; Deployments, ReplicaSets, ReplicationControllers, Jobs, DaemonSets, CronJobs, StatefulSets and pods
+as owners): a
 dependent whose owners are all gone is deleted (background cascading; an absent owner is confirmed with a live
 GET before anything is deleted); references to owners that are gone, while others remain, are removed from the
 dependent. An owner deleted with ``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer
@@ -74,8 +75,10 @@ class GarbageCollector:
         drop = {r.get("uid") for r in gone + orphaning}
         if drop:
             keep = [r for r in refs if r.get("uid") not in drop]
+            # an empty list is no list (omitempty): the field goes, as upstream's patch leaves it
             ops = [{"op": "test", "path": "/metadata/ownerReferences", "value": refs},
-                   {"op": "replace", "path": "/metadata/ownerReferences", "value": keep}]
+                   {"op": "replace", "path": "/metadata/ownerReferences", "value": keep} if keep else
+                   {"op": "remove", "path": "/metadata/ownerReferences"}]
             self.mgr.wrote(plural, self.mgr.api.patch(plural, ns, name, ops, JSON_PATCH))
             for ref in orphaning:  # the orphaning owner may now drop its finalizer
                 self.mgr.queue.add((f"gc/{OWNER_KINDS[ref['kind']]}", ns, ref.get("name", "")))

@@ -43,7 +43,7 @@ from mockgpu.control.controllers.gc import GarbageCollector
 from mockgpu.control.controllers.job import JobController
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
 from mockgpu.control.controllers.namespace import NamespaceController
-from mockgpu.control.controllers.replicaset import ReplicaSetController
+from mockgpu.control.controllers.replicaset import ReplicaSetController, ReplicationControllerController
 from mockgpu.control.controllers.resourceclaim import ResourceClaimController
 from mockgpu.control.controllers.resourcequota import ResourceQuotaController
 from mockgpu.control.controllers.statefulset import StatefulSetController
@@ -51,8 +51,8 @@ from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource claim, device taint eviction,
-    resource quota, namespace and garbage-collector controllers
+    """Runs the ReplicaSet, ReplicationController, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource
+    claim, device taint eviction, resource quota, namespace and garbage-collector controllers
     against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
     drive it)."""
 
@@ -61,6 +61,7 @@ class ControllerManager:
         self.cache = Cache()
         self.queue = WorkQueue()
         self.replicasets = ReplicaSetController(self)
+        self.replicationcontrollers = ReplicationControllerController(self)
         self.deployments = DeploymentController(self)
         self.jobs = JobController(self, backoff=job_backoff)
         self.daemonsets = DaemonSetController(self)
@@ -72,7 +73,8 @@ class ControllerManager:
         self.namespaces = NamespaceController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
-            "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
+            "ReplicaSet": self.replicasets.sync, "ReplicationController": self.replicationcontrollers.sync,
+            "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
             "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
             "ResourceClaim": self.resourceclaims.sync_claim, SYNC_ALL: self.devicetaints.sync,
@@ -209,10 +211,12 @@ class ControllerManager:
 
     # ---- helpers for the controllers ----
 
-    def claim(self, plural: str, owner: Obj) -> list[Obj]:
+    def claim(self, plural: str, owner: Obj, selector: Any = None) -> list[Obj]:
         """What ``owner`` controls after claiming (upstream ``ClaimPods``/``ClaimReplicaSets``): orphans that
-        match its selector are adopted, owned objects that no longer match are released."""
-        selector = (owner.get("spec") or {}).get("selector")
+        match its selector (``selector``, else ``spec.selector``) are adopted, owned objects that no longer match
+        are released."""
+        if selector is None:
+            selector = (owner.get("spec") or {}).get("selector")
         ns = owner["metadata"].get("namespace") or ""
         out = []
         for obj in self.cache.list(plural, ns):

@@ -18,6 +18,7 @@ from mockgpu.control.apiserver import (
     namespacestrategy,
     printers,
     protobuf,
+    replicationcontrollers,
     servicestrategy,
 )
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
@@ -40,8 +41,7 @@ from mockgpu.control.apiserver.status import FieldError
 
 GROUP_VERSION = "v1"
 #: other kinds kube-apiserver's scheme knows in core/v1: a body of one decodes, then fails conversion
-SCHEME_KINDS = frozenset({"Secret", "Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
-                          "PodTemplate", "ComponentStatus"})
+SCHEME_KINDS = frozenset({"Secret", "Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ComponentStatus"})
 
 
 def container_quantities(pod_spec: Any) -> list[dict[str, Any]]:
@@ -197,4 +197,23 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                              "spec.type": field_path("spec", "type")},
                model="V1Service", protobuf=protobuf.SERVICE)
 
-KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
+# pkg/registry/core/replicationcontroller: a ReplicaSet with an equality selector (``replicationcontrollers``),
+# its status and autoscaling/v1 scale subresources; the garbage collector's default propagation is Background
+REPLICATIONCONTROLLER = Kind(
+    "replicationcontrollers", "replicationcontroller", "ReplicationController", True, ALL, ("rc",), ("all",),
+    (Subresource("scale", "Scale", STATUS, "autoscaling", "v1"), Subresource("status", "ReplicationController",
+                                                                             STATUS)),
+    prepare=replicationcontrollers.prepare_rc, validate=replicationcontrollers.validate_rc,
+    validate_status=replicationcontrollers.validate_rc_status, label_selector=replicationcontrollers.label_selector,
+    quantities=lambda o: container_quantities(((o.get("spec") or {}).get("template") or {}).get("spec") or {}),
+    gc_policy="Background", printer=printers.REPLICATIONCONTROLLER, model="V1ReplicationController",
+    field_labels={**META_FIELDS, **replicationcontrollers.rc_field_labels()})
+# pkg/registry/core/podtemplate
+PODTEMPLATE = Kind("podtemplates", "podtemplate", "PodTemplate", True, ALL,
+                   prepare=replicationcontrollers.prepare_podtemplate,
+                   validate=replicationcontrollers.validate_podtemplate,
+                   quantities=lambda o: container_quantities((o.get("template") or {}).get("spec") or {}),
+                   printer=printers.PODTEMPLATE, model="V1PodTemplate")
+
+KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS,
+         REPLICATIONCONTROLLER, PODTEMPLATE)

@@ -132,6 +132,8 @@ class Kind:
     micro_times: tuple[tuple[str, ...], ...] = ()  # paths of metav1.MicroTime fields (re-encoded in UTC)
     review: Callable[[Any, Any, Any], Obj] | None = None  # (body, user, objects): answered, never stored
     # deletion
+    # the pod selector as a metav1.LabelSelector, where ``spec.selector`` is not one (ReplicationControllers' map)
+    label_selector: Callable[[Obj], Any] | None = None
     gc_policy: str | None = None  # default propagation of an owner kind (the garbage collector's)
     returns_deleted: bool = False  # DELETE answers with the object, not a Status (ReturnDeletedObject)
     grace_period: Callable[[Obj, int | None], int] | None = None  # (obj, requested): graceful deletion
