@@ -84,7 +84,7 @@ def test_terminating_forbidden_is_upstreams_403():
     assert err.code == 403
     assert err.status["message"] == ('pods "p" is forbidden: unable to create new content in namespace team because '
                                      "it is being terminated")
-    assert err.status["details"]["causes"] == [{"reason": "NamespaceTerminating",
+    assert err.status["details"]["causes"] == [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
                                                 "message": "namespace team is being terminated"}]
     assert nss.terminating_forbidden("configmaps", "", "", "t").status["message"].startswith("configmaps is forbidden")
 

@@ -18,6 +18,7 @@ SECTIONS = {  # id -> title, in report order
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
     "quota": "API: GPU quotas (ResourceQuota, LimitRange, the quota controller)",
+    "namespaces": "API: ordered namespace deletion, ReplicationControllers, PodTemplates (with their controllers)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
 }

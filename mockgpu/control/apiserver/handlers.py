@@ -95,8 +95,9 @@ class ResourceAPI:
                                  f"unmarshal into Go struct field {info.kind}.metadata of type object")
         for f in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(f, None)
-        if info.namespaced:  # NamespaceLifecycle admission, before the name is generated
-            self.admit_in_namespace(info, ns, meta.get("name") if isinstance(meta.get("name"), str) else "")
+        if info.namespaced:  # NamespaceLifecycle admission, before the name is generated (it names generateName)
+            given = meta.get("name") or meta.get("generateName")
+            self.admit_in_namespace(info, ns, given if isinstance(given, str) else "")
         if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
             for _ in range(8):  # upstream retries a generated name that is taken
                 meta["name"] = generate_name(meta["generateName"])

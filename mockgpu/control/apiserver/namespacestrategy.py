@@ -115,5 +115,6 @@ def terminating_forbidden(resource: str, group: str, name: str, namespace: str) 
     err = st.forbidden(resource, name, f"unable to create new content in namespace {namespace} because it is being "
                                        "terminated", group=group)
     err.status.setdefault("details", {})["causes"] = [
-        {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated"}]
+        {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated",
+         "field": "metadata.namespace"}]
     return err

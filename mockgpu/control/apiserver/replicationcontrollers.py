@@ -13,13 +13,13 @@ ReplicationController is a ReplicaSet whose selector is an equality map: ``label
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from mockgpu.control.apiserver import names, workloads
 from mockgpu.control.apiserver.status import FieldError, field_forbidden, field_invalid, field_required
 from mockgpu.control.apiserver.workloadcommon import (
     default_template,
-    go_map,
     invalid_bare,
     nonneg,
     set_default,
@@ -79,7 +79,8 @@ def validate_rc(obj: Obj, old: Obj | None) -> list[FieldError]:
         return errs + [field_required("spec.template", "")]
     labels = (template.get("metadata") or {}).get("labels") or {}
     if selector and not set(selector.items()) <= set(labels.items()):
-        errs.append(invalid_bare("spec.template.metadata.labels", go_map(labels),
+        errs.append(invalid_bare("spec.template.metadata.labels", json.dumps(labels, separators=(",", ":"),
+                                                                             sort_keys=True),
                                  "`selector` does not match template `labels`"))
     errs += template_errors(template, "spec.template", ("Always",))
     if (template.get("spec") or {}).get("activeDeadlineSeconds") is not None:

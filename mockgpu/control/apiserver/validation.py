@@ -57,6 +57,9 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
             meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
+    for key in ("finalizers", "ownerReferences"):  # empty lists are omitted (omitempty), as Go encodes ObjectMeta
+        if key in meta and meta[key] in ([], None):
+            del meta[key]
     _normalize_quantities(info, obj)
     if admit is not None:
         admit(obj)

@@ -7,8 +7,10 @@ dependent whose owners are all gone is deleted (background cascading; an absent 
 GET before anything is deleted); references to owners that are gone, while others remain, are removed from the
 dependent. An owner deleted with ``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer
 until its ``blockOwnerDeletion`` dependents are gone (they are deleted in the foreground too); one deleted with
-``Orphan`` keeps the ``orphan`` finalizer until its dependents no longer reference it. Simplified: owners of
-other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents are never collected.
+``Orphan`` keeps the ``orphan`` finalizer until its dependents no longer reference it. A namespace deleted so has
+no dependents here (namespaced objects owned by a Namespace are not tracked): its finalizer is released at once.
+Simplified: owners of other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents are never
+collected.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class GarbageCollector:
         return None
 
     def sync(self, plural: str, ns: str, name: str) -> None:
-        if plural in OWNER_KINDS.values():
+        if plural in OWNER_KINDS.values() or plural == "namespaces":
             self._sync_owner(plural, ns, name)
         obj = self.mgr.cache.get(plural, ns, name)
         if obj is None or plural not in DEPENDENT_PLURALS:

@@ -132,6 +132,8 @@ class ControllerManager:
         if plural in ("pods", "namespaces"):
             self.namespaces.route(plural, typ, obj)
             if plural == "namespaces":
+                if meta.get("deletionTimestamp") and typ != "DELETED" and meta.get("finalizers"):
+                    self.queue.add(("gc/namespaces", "", name))  # an orphan/foreground finalizer to release
                 return
         if plural in ("pods", "resourcequotas"):
             self.resourcequotas.route(plural, typ, obj)
