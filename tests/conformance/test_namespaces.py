@@ -209,7 +209,7 @@ def workload_cases(core: Any, kubectl: Callable[[list[str]], str], case: Callabl
     case("kubectl api-resources (the new kinds)", lambda: "\n".join(
         line for line in kubectl(["api-resources", "-o", "wide"]).splitlines()
         if line.split(" ")[0] in ("NAME", "namespaces", "podtemplates", "replicationcontrollers")))
-    case("kubectl get all lists RCs", k("get", "all"))
+    case("kubectl get all (the orphaned pods)", k("get", "all"))
 
 
 def battery(api: Any, kubectl: Callable[..., str]) -> list[tuple[str, dict[str, Any]]]:
