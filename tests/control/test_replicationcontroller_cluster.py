@@ -95,3 +95,38 @@ def test_namespace_deletion_takes_rcs_and_pods(core):
     polling.wait_for(gone, timeout=30)
     assert core.list_replication_controller_for_all_namespaces(
         field_selector="metadata.namespace=rc-ns").items == []
+
+
+def test_no_propagation_policy_orphans_an_rcs_pods(core):
+    core.create_namespaced_replication_controller(NS, _rc("legacy", 1))
+    _wait_pods(core, "legacy", 1)
+    core.delete_namespaced_replication_controller("legacy", NS)  # v1's default: orphan, for compatibility
+    polling.wait_for(lambda: not core.list_namespaced_replication_controller(
+        NS, field_selector="metadata.name=legacy").items, timeout=20)
+    assert [p.metadata.owner_references for p in _wait_pods(core, "legacy", 1)] == [None]
+    core.delete_collection_namespaced_pod(NS, label_selector="app=legacy")
+
+
+def test_a_pod_with_a_staying_owner_survives_foreground_deletion(core):
+    """As the e2e spec "should not delete dependents that have both valid owner and owner that's waiting for
+    dependents to be deleted": the reference to the deleting owner is removed, the pod stays."""
+    rc1 = core.create_namespaced_replication_controller(NS, _rc("one", 2))
+    rc2 = core.create_namespaced_replication_controller(NS, _rc("two", 0))
+    pods = _wait_pods(core, "one", 2)
+    shared = pods[0].metadata.name
+    refs = [r.to_dict() for r in pods[0].metadata.owner_references] + [
+        {"apiVersion": "v1", "kind": "ReplicationController", "name": "two", "uid": rc2.metadata.uid,
+         "blockOwnerDeletion": True}]
+    core.patch_namespaced_pod(shared, NS, {"metadata": {"ownerReferences": [
+        {"apiVersion": r["api_version"], "kind": r["kind"], "name": r["name"], "uid": r["uid"],
+         "controller": r["controller"], "blockOwnerDeletion": r["block_owner_deletion"]} if "api_version" in r else r
+        for r in refs]}})
+    core.delete_namespaced_replication_controller("one", NS, propagation_policy="Foreground")
+    polling.wait_for(lambda: not core.list_namespaced_replication_controller(
+        NS, field_selector="metadata.name=one").items, timeout=30)
+    left = core.read_namespaced_pod(shared, NS)
+    assert [r.uid for r in left.metadata.owner_references] == [rc2.metadata.uid]
+    assert [p.metadata.name for p in _pods(core, "one")] == [shared]  # the other pod went in the foreground
+    assert rc1.metadata.uid not in [r.uid for p in core.list_namespaced_pod(NS).items
+                                    for r in p.metadata.owner_references or []]
+    core.delete_namespaced_replication_controller("two", NS, propagation_policy="Background")

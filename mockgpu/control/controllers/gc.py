@@ -74,7 +74,10 @@ class GarbageCollector:
                 if exc.status not in (404, 409):
                     raise
             return
-        drop = {r.get("uid") for r in gone + orphaning}
+        # with an owner that stays, references to owners gone or waiting for their dependents are removed
+        # (attemptToDeleteItem's dangling and waitingForDependentsDeletion), and those owners may then go
+        waiting = foreground if alive else []
+        drop = {r.get("uid") for r in gone + orphaning + waiting}
         if drop:
             keep = [r for r in refs if r.get("uid") not in drop]
             # an empty list is no list (omitempty): the field goes, as upstream's patch leaves it
@@ -82,7 +85,7 @@ class GarbageCollector:
                    {"op": "replace", "path": "/metadata/ownerReferences", "value": keep} if keep else
                    {"op": "remove", "path": "/metadata/ownerReferences"}]
             self.mgr.wrote(plural, self.mgr.api.patch(plural, ns, name, ops, JSON_PATCH))
-            for ref in orphaning:  # the orphaning owner may now drop its finalizer
+            for ref in orphaning + waiting:  # the orphaning or foreground-deleting owner may now drop its finalizer
                 self.mgr.queue.add((f"gc/{OWNER_KINDS[ref['kind']]}", ns, ref.get("name", "")))
 
     def _sync_owner(self, plural: str, ns: str, name: str) -> None:

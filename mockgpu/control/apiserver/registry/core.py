@@ -198,7 +198,8 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                model="V1Service", protobuf=protobuf.SERVICE)
 
 # pkg/registry/core/replicationcontroller: a ReplicaSet with an equality selector (``replicationcontrollers``),
-# its status and autoscaling/v1 scale subresources; the garbage collector's default propagation is Background
+# its status and autoscaling/v1 scale subresources; without a propagation policy its pods are orphaned (v1's
+# DefaultGarbageCollectionPolicy, kept for compatibility)
 REPLICATIONCONTROLLER = Kind(
     "replicationcontrollers", "replicationcontroller", "ReplicationController", True, ALL, ("rc",), ("all",),
     (Subresource("scale", "Scale", STATUS, "autoscaling", "v1"), Subresource("status", "ReplicationController",
@@ -206,7 +207,7 @@ REPLICATIONCONTROLLER = Kind(
     prepare=replicationcontrollers.prepare_rc, validate=replicationcontrollers.validate_rc,
     validate_status=replicationcontrollers.validate_rc_status, label_selector=replicationcontrollers.label_selector,
     quantities=lambda o: container_quantities(((o.get("spec") or {}).get("template") or {}).get("spec") or {}),
-    gc_policy="Background", printer=printers.REPLICATIONCONTROLLER, model="V1ReplicationController",
+    gc_policy="Orphan", printer=printers.REPLICATIONCONTROLLER, model="V1ReplicationController",
     field_labels={**META_FIELDS, **replicationcontrollers.rc_field_labels()})
 # pkg/registry/core/podtemplate
 PODTEMPLATE = Kind("podtemplates", "podtemplate", "PodTemplate", True, ALL,
