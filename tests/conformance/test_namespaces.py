@@ -18,6 +18,7 @@ from test_quota import SCHEDULER, _ns, outcome
 
 from mockgpu.backends.upstream import binaries
 
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 WAIT = 90.0  # upstream looks again at a Terminating namespace after its estimate (15 s for finalizers)
 
 RC = """apiVersion: v1
@@ -229,7 +230,9 @@ def _kubectl(kubeconfig: Any) -> Callable[..., str]:
     def run(argv: list[str], stdin: str | None = None) -> str:
         done = subprocess.run([str(binaries.bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), *argv],
                               input=stdin, capture_output=True, text=True, timeout=60)
-        return re.sub(r"\b(web|db|fg)-[a-z0-9]{5}\b", r"\1-<random>", normalise(done.stdout + done.stderr))
+        # uids first: normalise's age pattern can take a uid's leading digits ("4d8...") for an age
+        text = UID.sub("<uid>", done.stdout + done.stderr)
+        return re.sub(r"\b(web|db|fg)-[a-z0-9]{5}\b", r"\1-<random>", normalise(text))
     return run
 
 
