@@ -163,8 +163,12 @@ def test_deletecollection_and_namespace_delete(core, make_pod):
         core.create_namespaced_pod("team", make_pod(f"t{i}", app="x" if i < 2 else "y"))
     core.delete_collection_namespaced_pod("team", label_selector="app=x")
     assert [p.metadata.name for p in core.list_namespaced_pod("team").items] == ["t2"]
-    core.delete_namespace("team")
-    assert core.list_namespaced_pod("team").items == []
+    deleted = core.delete_namespace("team")  # marked; the namespace controller (not run here) empties it
+    assert deleted["status"]["phase"] == "Terminating" and deleted["spec"]["finalizers"] == ["kubernetes"]
+    assert core.read_namespace("team").metadata.deletion_timestamp is not None
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod("team", make_pod("late"))
+    assert exc.value.status == 403
     with pytest.raises(ApiException) as exc:
         core.delete_namespace("default")
     assert exc.value.status == 403

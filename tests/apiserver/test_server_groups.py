@@ -108,13 +108,6 @@ def test_lease_watch_and_table(coord, raw):
     assert table["rows"][0]["cells"][:2] == ["gpu-2", "gpu-2"]
 
 
-def test_deleting_a_namespace_deletes_its_leases(core, coord):
-    core.create_namespace({"metadata": {"name": "leased"}})
-    coord.create_namespaced_lease("leased", {"metadata": {"name": "lock"}, "spec": {"holderIdentity": "me"}})
-    core.delete_namespace("leased")
-    assert coord.list_lease_for_all_namespaces(field_selector="metadata.namespace=leased").items == []
-
-
 # ---- events.k8s.io ----------------------------------------------------------------------------------------------
 
 # microsecond 0 would be dropped by the official client (see test_lease_lifecycle), hence .000001

@@ -19,6 +19,7 @@ SECTIONS = {  # id -> title, in report order
     "client": "API: official Python client battery",
     "quota": "API: GPU quotas (ResourceQuota, LimitRange, the quota controller)",
     "protobuf": "API: protobuf (a client-go program and raw protobuf requests: decoded objects and Status)",
+    "namespaces": "API: ordered namespace deletion, ReplicationControllers, PodTemplates (with their controllers)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
 }

@@ -393,18 +393,19 @@ class APIApp:
         return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict, manager=manager)
 
     async def _scale(self, request: web.Request, t: Target, verb: str) -> web.Response:
-        """``<deployments|replicasets|statefulsets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
+        """``<workload>/<name>/scale`` (Deployments, ReplicaSets, StatefulSets, ReplicationControllers): an
+        autoscaling/v1 Scale over ``spec.replicas``."""
         ns, name = t.namespace or "", t.name or ""
         current = self.api.get(t.info, ns, name)
         if verb == "get":
-            return json_response(workloads.to_scale(current))
+            return json_response(workloads.to_scale(current, t.info.label_selector))
         dry_run = dry_run_of(request.query.getall("dryRun", []), verb)
         body = await self._body(request, None if verb == "patch" else "Scale")
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if ctype not in PATCH_TYPES:
                 raise st.unsupported_media_type(ctype, accepted=PATCH_TYPES)
-            body = apply_patch(workloads.to_scale(current), body, ctype)
+            body = apply_patch(workloads.to_scale(current, t.info.label_selector), body, ctype)
         if not isinstance(body, dict) or not isinstance(body.get("metadata") or {}, dict) \
                 or not isinstance(body.get("spec") or {}, dict):
             raise st.bad_request("the object provided is unrecognized (must be of type Scale)")
@@ -427,7 +428,7 @@ class APIApp:
             if entries:
                 new["metadata"]["managedFields"] = entries
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
-        return json_response(workloads.to_scale(obj))
+        return json_response(workloads.to_scale(obj, t.info.label_selector))
 
     # ---- views: a kind served as another group's conversion of a stored kind (events.k8s.io Events) ------------
 

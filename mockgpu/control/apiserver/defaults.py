@@ -206,7 +206,8 @@ def default_node(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_namespace(ns: dict[str, Any]) -> dict[str, Any]:
-    """Finalizer ``kubernetes``, phase Active, and the ``kubernetes.io/metadata.name`` label."""
+    """``SetDefaults_Namespace`` (the ``kubernetes.io/metadata.name`` label) and ``SetDefaults_NamespaceStatus``
+    (phase Active when unset); the ``kubernetes`` finalizer is the strategy's (``namespacestrategy``)."""
     ns = copy.deepcopy(ns)
     meta = ns.setdefault("metadata", {})
     name = meta.get("name")
@@ -214,10 +215,8 @@ def default_namespace(ns: dict[str, Any]) -> dict[str, Any]:
         labels = meta.get("labels") or {}
         labels["kubernetes.io/metadata.name"] = name
         meta["labels"] = labels
-    spec = ns.setdefault("spec", {})
-    if isinstance(spec, dict):
-        spec.setdefault("finalizers", ["kubernetes"])
+    ns.setdefault("spec", {})
     status = ns.setdefault("status", {})
-    if isinstance(status, dict):
-        status.setdefault("phase", "Active")
+    if isinstance(status, dict) and not status.get("phase"):
+        status["phase"] = "Active"
     return ns

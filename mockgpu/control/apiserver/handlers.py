@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
 from mockgpu.config.featuregates import FeatureGates
-from mockgpu.control.apiserver import managedfields, quotaadmission, registry
+from mockgpu.control.apiserver import managedfields, namespacestrategy, quotaadmission
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.registry.core import POD
@@ -70,9 +70,18 @@ class ResourceAPI:
             raise st.not_found(info.plural, name, info.group)
         return obj
 
-    def require_namespace(self, ns: str) -> None:
-        if self.store.get("namespaces", "", ns) is None:
+    def require_namespace(self, ns: str) -> Obj:
+        namespace = self.store.get("namespaces", "", ns)
+        if namespace is None:
             raise st.not_found("namespaces", ns)
+        return namespace
+
+    def admit_in_namespace(self, info: Kind, ns: str, name: str) -> None:
+        """The NamespaceLifecycle admission plugin on a create: the namespace must exist (404) and not be
+        Terminating (403)."""
+        namespace = self.require_namespace(ns)
+        if (namespace.get("status") or {}).get("phase") == "Terminating":
+            raise namespacestrategy.terminating_forbidden(info.plural, info.group, name, ns)
 
     # ---- create ------------------------------------------------------------------------------------------
 
@@ -89,13 +98,14 @@ class ResourceAPI:
                                  f"unmarshal into Go struct field {info.kind}.metadata of type object")
         for f in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(f, None)
+        if info.namespaced:  # NamespaceLifecycle admission, before the name is generated (it names generateName)
+            given = meta.get("name") or meta.get("generateName")
+            self.admit_in_namespace(info, ns, given if isinstance(given, str) else "")
         if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
             for _ in range(8):  # upstream retries a generated name that is taken
                 meta["name"] = generate_name(meta["generateName"])
                 if self.store.get(info.plural, ns if info.namespaced else "", meta["name"]) is None:
                     break
-        if info.namespaced:
-            self.require_namespace(ns)
         uid = meta["uid"] = str(uuid.uuid4())  # before validation, as BeforeCreate: a Job's selector names it
         labels = None
         if info.admission is not None:  # the kind's strategy reads the namespace
@@ -186,7 +196,9 @@ class ResourceAPI:
         if dry_run:
             return new
         quotaadmission.charge(self.store, charges)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and _grace_done(new, info):
+        lifecycle = info.lifecycle
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and _grace_done(new, info) and not (
+                lifecycle is not None and lifecycle.held is not None and lifecycle.held(new)):
             return self.store.delete(info.plural, old)
         return self.store.update(info.plural, _ordered(new), old)
 
@@ -223,6 +235,8 @@ class ResourceAPI:
         lifecycle = info.lifecycle
         if lifecycle is not None and name in lifecycle.immortal:
             raise st.forbidden(resource=info.plural, name=name, reason=f"this {info.singular} may not be deleted")
+        if lifecycle is not None and lifecycle.terminating is not None and lifecycle.held is not None:
+            return self._delete_in_two_phases(info, old, opts, lifecycle.terminating, lifecycle.held)
         grace = self._grace(info, old, opts)
         policy = opts.propagation or info.gc_policy
         if info.gc_policy is not None and policy in _GC_FINALIZER:
@@ -230,8 +244,6 @@ class ResourceAPI:
         if grace == 0 and not meta.get("finalizers"):
             if opts.dry_run:
                 return old, True
-            if lifecycle is not None and lifecycle.removing is not None:
-                lifecycle.removing(self, name)
             return self.store.delete(info.plural, old), True
         current = meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current is not None and current <= grace:
@@ -240,11 +252,26 @@ class ResourceAPI:
         new["metadata"]["deletionTimestamp"] = meta.get("deletionTimestamp") if current == grace else \
             now_rfc3339(grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
-        if lifecycle is not None and lifecycle.terminating is not None:
-            lifecycle.terminating(new)
         if opts.dry_run:
             return new, False
         return self.store.update(info.plural, new, old), False
+
+    def _delete_in_two_phases(self, info: Kind, old: Obj, opts: DeleteOptions, mark: Callable[[Obj, str, str | None],
+                              Obj], held: Callable[[Obj], bool]) -> tuple[Obj, bool]:
+        """The Namespace storage's Delete: the first DELETE marks the object (``deletionTimestamp``, Terminating,
+        the finalizers the propagation policy asks for) and answers it; a later one removes it once its own
+        finalizers (``held``) and ``metadata.finalizers`` are done, else answers it unchanged."""
+        meta = old["metadata"]
+        if not meta.get("deletionTimestamp"):
+            new = mark(old, now_rfc3339(), opts.propagation)
+            if opts.dry_run:
+                return new, False
+            return self.store.update(info.plural, new, old), False
+        if held(old) or meta.get("finalizers"):
+            return old, False
+        if opts.dry_run:
+            return old, True
+        return self.store.delete(info.plural, old), True
 
     def _delete_with_finalizer(self, info: Kind, old: Obj, finalizer: str, dry_run: bool) -> tuple[Obj, bool]:
         """Foreground or orphan deletion: the object stays, marked, with the finalizer the garbage collector
@@ -262,12 +289,6 @@ class ResourceAPI:
     def _grace(self, info: Kind, obj: Obj, opts: DeleteOptions) -> int:
         """Upstream CheckGracefulDelete: the kind's rule (pods), else 0 (deleted at once)."""
         return info.grace_period(obj, opts.grace_period) if info.grace_period is not None else 0
-
-    def delete_namespace_contents(self, ns: str) -> None:
-        """Simplified namespace controller: everything in the namespace goes at once."""
-        for plural in registry.stored_plurals():
-            for obj in list(self.store.list(plural, ns)):
-                self.store.delete(plural, obj)
 
     # ---- pods/binding ------------------------------------------------------------------------------------
 

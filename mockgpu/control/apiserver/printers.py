@@ -377,6 +377,54 @@ def replicaset_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
                       *_template_cells(obj)]}
 
 
+def format_labels(labels: Any) -> str:
+    """``labels.FormatLabels``: ``k=v`` pairs sorted by key, ``<none>`` when empty."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _containers_images(pod_spec: Any) -> list[str]:
+    containers = (pod_spec.get("containers") if isinstance(pod_spec, dict) else None) or []
+    return [",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers)]
+
+
+REPLICATIONCONTROLLER_COLUMNS = [
+    NAME, _col("Desired", "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+                          "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/"
+                          "workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+               type_="integer"),
+    _col("Current", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/"
+                    "concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+         type_="integer"),
+    _col("Ready", "The number of ready replicas for this replication controller.", type_="integer"), AGE,
+    _CONTAINERS, _IMAGES,
+    _col("Selector", "Selector is a label query over pods that should match the Replicas count. If Selector is empty, "
+                     "it is defaulted to the labels present on the Pod template. Label keys and values that must "
+                     "match in order to be controlled by this replication controller, if empty defaulted to labels "
+                     "on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+                     "labels/#label-selectors", 1)]
+PODTEMPLATE_COLUMNS = [NAME, _col("Containers", "Names of each container in the template."),
+                       _col("Images", "Images referenced by each container in the template."),
+                       _col("Pod Labels", "The labels for the pod template.")]
+
+
+def replicationcontroller_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """``printReplicationController``."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    template = spec.get("template") or {}
+    return {"cells": [_meta(obj).get("name", ""), int(spec.get("replicas") or 0), int(status.get("replicas") or 0),
+                      int(status.get("readyReplicas") or 0), since(_meta(obj).get("creationTimestamp"), now),
+                      *_containers_images(template.get("spec")), format_labels(spec.get("selector"))]}
+
+
+def podtemplate_row(obj: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """``printPodTemplate``."""
+    template = obj.get("template") or {}
+    return {"cells": [_meta(obj).get("name", ""), *_containers_images(template.get("spec")),
+                      format_labels((template.get("metadata") or {}).get("labels"))]}
+
+
 def job_status_text(job: dict[str, Any]) -> str:
     """upstream ``printJob``'s STATUS: the first true of Complete, Failed, Terminating, Suspended, FailureTarget,
     SuccessCriteriaMet, else Running."""
@@ -619,6 +667,8 @@ PODGROUP: Printer = (PODGROUP_COLUMNS, named(podgroup_cells))
 LEASE: Printer = (LEASE_COLUMNS, named(lambda o: [(o.get("spec") or {}).get("holderIdentity") or ""]))
 DEPLOYMENT: Printer = (DEPLOYMENT_COLUMNS, deployment_row)
 REPLICASET: Printer = (REPLICASET_COLUMNS, replicaset_row)
+REPLICATIONCONTROLLER: Printer = (REPLICATIONCONTROLLER_COLUMNS, replicationcontroller_row)
+PODTEMPLATE: Printer = (PODTEMPLATE_COLUMNS, podtemplate_row)
 JOB: Printer = (JOB_COLUMNS, job_row)
 DAEMONSET: Printer = (DAEMONSET_COLUMNS, daemonset_row)
 CRONJOB: Printer = (CRONJOB_COLUMNS, cronjob_row)

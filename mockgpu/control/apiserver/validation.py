@@ -61,6 +61,9 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
             meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
+    for key in ("finalizers", "ownerReferences"):  # empty lists are omitted (omitempty), as Go encodes ObjectMeta
+        if key in meta and meta[key] in ([], None):
+            del meta[key]
     _normalize_quantities(info, obj)
     tracked = info.defaults(obj) if track is not None and info.defaults is not None and old is None else None
     if admit is not None:
@@ -152,4 +155,6 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None = None,
         errs += names.validate_meta_update(obj.get("metadata") or {}, old.get("metadata") or {})
     if old is not None and subresource == "status" and info.validate_status is not None:
         return errs + info.validate_status(obj, old)
+    if old is not None and subresource in info.validate_subresource:
+        return errs + info.validate_subresource[subresource](obj, old)
     return errs + (info.validate(obj, old) if info.validate is not None else [])

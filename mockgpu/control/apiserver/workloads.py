@@ -241,10 +241,13 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list
 
 # ---- the scale subresource (autoscaling/v1 Scale) ---------------------------------------------------------
 
-def to_scale(obj: dict[str, Any]) -> dict[str, Any]:
-    """The ``/scale`` view of a Deployment or ReplicaSet."""
+def to_scale(obj: dict[str, Any], label_selector: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """The ``/scale`` view of a workload; ``label_selector``: its kind's selector as a ``metav1.LabelSelector``
+    (a ReplicationController's equality map), when ``spec.selector`` is not one."""
     meta = obj.get("metadata") or {}
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if label_selector is not None:
+        spec = {**spec, "selector": label_selector(obj)}
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},

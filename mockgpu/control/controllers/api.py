@@ -17,17 +17,19 @@ from mockgpu.control.scheduler.api import MERGE, RawApi
 
 Obj = dict[str, Any]
 PREFIX = {"pods": "/api/v1", "events": "/api/v1", "nodes": "/api/v1", "deployments": "/apis/apps/v1",
-          "replicasets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+          "replicasets": "/apis/apps/v1",
+          "replicationcontrollers": "/api/v1", "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
           "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1", "resourceclaims": "/apis/resource.k8s.io/v1",
           "resourceclaimtemplates": "/apis/resource.k8s.io/v1", "resourceslices": "/apis/resource.k8s.io/v1",
-          "devicetaintrules": "/apis/resource.k8s.io/v1", "resourcequotas": "/api/v1"}
-KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs",
+          "devicetaintrules": "/apis/resource.k8s.io/v1", "resourcequotas": "/api/v1", "namespaces": "/api/v1"}
+KIND_PLURAL = {"Pod": "pods", "Deployment": "deployments", "ReplicaSet": "replicasets",
+               "ReplicationController": "replicationcontrollers", "Job": "jobs",
                "DaemonSet": "daemonsets", "CronJob": "cronjobs", "StatefulSet": "statefulsets"}
 
 
 def path(plural: str, ns: str | None = None, name: str | None = None, sub: str | None = None) -> str:
     out = PREFIX[plural]
-    if ns is not None:
+    if ns:  # "" or None: cluster-scoped (or every namespace)
         out += f"/namespaces/{quote(ns, safe='')}"
     out += f"/{plural}"
     if name is not None:
@@ -61,7 +63,7 @@ class ControllerApi(RawApi):
 
     def replace(self, plural: str, obj: Obj, *, status: bool = False) -> Obj:
         meta = obj["metadata"]
-        return self.request("PUT", path(plural, meta["namespace"], meta["name"], "status" if status else None),
+        return self.request("PUT", path(plural, meta.get("namespace"), meta["name"], "status" if status else None),
                             body=obj)
 
     def patch(self, plural: str, ns: str, name: str, patch: Any, content_type: str = MERGE) -> Obj:

@@ -14,10 +14,13 @@ from mockgpu.control.controllers.logic import controller_of
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (what, namespace, name): what is a kind, or "gc/<plural>" for a dependent check
-WATCHED = ("pods", "replicasets", "deployments", "jobs", "daemonsets", "cronjobs", "statefulsets", "nodes",
-           "resourceclaims", "resourceclaimtemplates", "resourceslices", "devicetaintrules", "resourcequotas")
+WATCHED = ("pods", "replicasets", "replicationcontrollers", "deployments", "jobs", "daemonsets", "cronjobs",
+           "statefulsets", "nodes",
+           "resourceclaims", "resourceclaimtemplates", "resourceslices", "devicetaintrules", "resourcequotas",
+           "namespaces")
 #: owners the garbage collector looks up (a Pod owns the ResourceClaims made from its templates)
-OWNER_KINDS = {"ReplicaSet": "replicasets", "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
+OWNER_KINDS = {"ReplicaSet": "replicasets", "ReplicationController": "replicationcontrollers",
+               "Deployment": "deployments", "Job": "jobs", "DaemonSet": "daemonsets",
                "CronJob": "cronjobs", "StatefulSet": "statefulsets", "Pod": "pods"}
 #: plural → the kind of the controller that syncs it (pods: the resource claim controller, routed on its own)
 KINDS = {plural: kind for kind, plural in OWNER_KINDS.items() if kind != "Pod"}
@@ -156,6 +159,6 @@ class Manager(Protocol):
 
     def enqueue(self, kind: str, ns: str, name: str, after: float = 0.0) -> None: ...
 
-    def claim(self, plural: str, owner: Obj) -> list[Obj]: ...
+    def claim(self, plural: str, owner: Obj, selector: Any = None) -> list[Obj]: ...
 
     def wrote(self, plural: str, obj: Any) -> Any: ...

@@ -1,13 +1,16 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
 As upstream's ``garbagecollector`` for the kinds the controllers watch (ReplicaSets, Jobs, pods and ResourceClaims
-as dependents; Deployments, ReplicaSets, Jobs, DaemonSets, CronJobs, StatefulSets and pods as owners): a
+as dependents; Deployments, ReplicaSets, ReplicationControllers, Jobs, DaemonSets, CronJobs, StatefulSets and pods
+as owners): a
 dependent whose owners are all gone is deleted (background cascading; an absent owner is confirmed with a live
 GET before anything is deleted); references to owners that are gone, while others remain, are removed from the
 dependent. An owner deleted with ``propagationPolicy=Foreground`` keeps the ``foregroundDeletion`` finalizer
 until its ``blockOwnerDeletion`` dependents are gone (they are deleted in the foreground too); one deleted with
-``Orphan`` keeps the ``orphan`` finalizer until its dependents no longer reference it. Simplified: owners of
-other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents are never collected.
+``Orphan`` keeps the ``orphan`` finalizer until its dependents no longer reference it. A namespace deleted so has
+no dependents here (namespaced objects owned by a Namespace are not tracked): its finalizer is released at once.
+Simplified: owners of other kinds (ConfigMaps, Nodes, ...) are never looked up, so their dependents are never
+collected.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class GarbageCollector:
         return None
 
     def sync(self, plural: str, ns: str, name: str) -> None:
-        if plural in OWNER_KINDS.values():
+        if plural in OWNER_KINDS.values() or plural == "namespaces":
             self._sync_owner(plural, ns, name)
         obj = self.mgr.cache.get(plural, ns, name)
         if obj is None or plural not in DEPENDENT_PLURALS:
@@ -71,13 +74,18 @@ class GarbageCollector:
                 if exc.status not in (404, 409):
                     raise
             return
-        drop = {r.get("uid") for r in gone + orphaning}
+        # with an owner that stays, references to owners gone or waiting for their dependents are removed
+        # (attemptToDeleteItem's dangling and waitingForDependentsDeletion), and those owners may then go
+        waiting = foreground if alive else []
+        drop = {r.get("uid") for r in gone + orphaning + waiting}
         if drop:
             keep = [r for r in refs if r.get("uid") not in drop]
+            # an empty list is no list (omitempty): the field goes, as upstream's patch leaves it
             ops = [{"op": "test", "path": "/metadata/ownerReferences", "value": refs},
-                   {"op": "replace", "path": "/metadata/ownerReferences", "value": keep}]
+                   {"op": "replace", "path": "/metadata/ownerReferences", "value": keep} if keep else
+                   {"op": "remove", "path": "/metadata/ownerReferences"}]
             self.mgr.wrote(plural, self.mgr.api.patch(plural, ns, name, ops, JSON_PATCH))
-            for ref in orphaning:  # the orphaning owner may now drop its finalizer
+            for ref in orphaning + waiting:  # the orphaning or foreground-deleting owner may now drop its finalizer
                 self.mgr.queue.add((f"gc/{OWNER_KINDS[ref['kind']]}", ns, ref.get("name", "")))
 
     def _sync_owner(self, plural: str, ns: str, name: str) -> None:

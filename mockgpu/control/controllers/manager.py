@@ -2,7 +2,7 @@
 
 Informers (the scheduler's list-then-watch ``Informer``) keep a cache of pods, ReplicaSets, Deployments, Jobs,
 DaemonSets, CronJobs, StatefulSets, nodes, ResourceClaims, ResourceClaimTemplates, ResourceSlices and
-DeviceTaintRules (the device taint eviction controller's; a node change requeues
+DeviceTaintRules (the device taint eviction controller's), ResourceQuotas and namespaces (a node change requeues
 every DaemonSet). Every change enqueues the objects it concerns (the object, its controller owner, the
 dependents of a deleted owner), and one worker thread runs each key's controller — so controllers never race
 each other, and a key that changes while queued is synced once. Writes go through to the cache from the API's
@@ -42,7 +42,8 @@ from mockgpu.control.controllers.devicetainteviction import RULE, SYNC_ALL, Devi
 from mockgpu.control.controllers.gc import GarbageCollector
 from mockgpu.control.controllers.job import JobController
 from mockgpu.control.controllers.logic import JOB_TRACKING_FINALIZER, claim_decision, controller_of, controller_ref
-from mockgpu.control.controllers.replicaset import ReplicaSetController
+from mockgpu.control.controllers.namespace import NamespaceController
+from mockgpu.control.controllers.replicaset import ReplicaSetController, ReplicationControllerController
 from mockgpu.control.controllers.resourceclaim import ResourceClaimController
 from mockgpu.control.controllers.resourcequota import ResourceQuotaController
 from mockgpu.control.controllers.statefulset import StatefulSetController
@@ -50,8 +51,8 @@ from mockgpu.control.scheduler.informer import Informer
 
 log = logging.getLogger("mockgpu.controllers")
 class ControllerManager:
-    """Runs the ReplicaSet, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource claim, device taint eviction
-    and garbage-collector controllers
+    """Runs the ReplicaSet, ReplicationController, Deployment, Job, DaemonSet, CronJob, StatefulSet, resource
+    claim, device taint eviction, resource quota, namespace and garbage-collector controllers
     against one cluster. ``clock`` is the CronJob controller's notion of now (tests pass a ``FakeClock`` and
     drive it)."""
 
@@ -60,6 +61,7 @@ class ControllerManager:
         self.cache = Cache()
         self.queue = WorkQueue()
         self.replicasets = ReplicaSetController(self)
+        self.replicationcontrollers = ReplicationControllerController(self)
         self.deployments = DeploymentController(self)
         self.jobs = JobController(self, backoff=job_backoff)
         self.daemonsets = DaemonSetController(self)
@@ -68,13 +70,16 @@ class ControllerManager:
         self.resourceclaims = ResourceClaimController(self)
         self.devicetaints = DeviceTaintEvictionController(self)
         self.resourcequotas = ResourceQuotaController(self)
+        self.namespaces = NamespaceController(self)
         self.gc = GarbageCollector(self)
         self._sync: dict[str, Callable[[str, str], None]] = {
-            "ReplicaSet": self.replicasets.sync, "Deployment": self.deployments.sync, "Job": self.jobs.sync,
+            "ReplicaSet": self.replicasets.sync, "ReplicationController": self.replicationcontrollers.sync,
+            "Deployment": self.deployments.sync, "Job": self.jobs.sync,
             "DaemonSet": self.daemonsets.sync, "CronJob": self.cronjobs.sync,
             "StatefulSet": self.statefulsets.sync, "Pod": self.resourceclaims.sync_pod,
             "ResourceClaim": self.resourceclaims.sync_claim, SYNC_ALL: self.devicetaints.sync,
-            RULE: self.devicetaints.sync_rule, "ResourceQuota": self.resourcequotas.sync}
+            RULE: self.devicetaints.sync_rule, "ResourceQuota": self.resourcequotas.sync,
+            "Namespace": self.namespaces.sync}
         self.informers = {p: Informer(self.api, p, self._on_event) for p in WATCHED}
         self._worker = threading.Thread(target=self._run, name="mockgpu-controllers", daemon=True)
         self.failures: dict[Key, int] = {}
@@ -124,6 +129,12 @@ class ControllerManager:
     def _route(self, plural: str, typ: str, obj: Obj, old: Obj | None = None) -> None:
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name", "")
+        if plural in ("pods", "namespaces"):
+            self.namespaces.route(plural, typ, obj)
+            if plural == "namespaces":
+                if meta.get("deletionTimestamp") and typ != "DELETED" and meta.get("finalizers"):
+                    self.queue.add(("gc/namespaces", "", name))  # an orphan/foreground finalizer to release
+                return
         if plural in ("pods", "resourcequotas"):
             self.resourcequotas.route(plural, typ, obj)
             if plural == "resourcequotas":
@@ -202,10 +213,12 @@ class ControllerManager:
 
     # ---- helpers for the controllers ----
 
-    def claim(self, plural: str, owner: Obj) -> list[Obj]:
+    def claim(self, plural: str, owner: Obj, selector: Any = None) -> list[Obj]:
         """What ``owner`` controls after claiming (upstream ``ClaimPods``/``ClaimReplicaSets``): orphans that
-        match its selector are adopted, owned objects that no longer match are released."""
-        selector = (owner.get("spec") or {}).get("selector")
+        match its selector (``selector``, else ``spec.selector``) are adopted, owned objects that no longer match
+        are released."""
+        if selector is None:
+            selector = (owner.get("spec") or {}).get("selector")
         ns = owner["metadata"].get("namespace") or ""
         out = []
         for obj in self.cache.list(plural, ns):

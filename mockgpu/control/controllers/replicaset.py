@@ -1,4 +1,5 @@
-"""The ReplicaSet controller: keep ``spec.replicas`` active pods, and report them in the status.
+"""The ReplicaSet controller, and the ReplicationController controller on the same code: keep ``spec.replicas``
+active pods, and report them in the status.
 
 As upstream's ``replicaset_controller``: pods named ``<rs>-<5 chars>`` from the template, the ReplicaSet as
 their controller (``blockOwnerDeletion``), events ``SuccessfulCreate`` "Created pod: x" and
@@ -43,15 +44,26 @@ def delete_pod(mgr: Manager, pod: Obj) -> None:
 
 
 class ReplicaSetController:
+    """The controller of one kind of replica set: ReplicaSets, or (``ReplicationControllerController``) the core
+    group's ReplicationControllers, which upstream's ``replication`` package runs on this same code."""
+
+    plural, kind, api_version, component = "replicasets", "ReplicaSet", "apps/v1", "replicaset-controller"
+
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
-        self.recorder = Recorder(mgr.api, "replicaset-controller")
+        self.recorder = Recorder(mgr.api, self.component)
+
+    @staticmethod
+    def selector(owner: Obj) -> Any:
+        """The owner's pod selector as a ``metav1.LabelSelector``."""
+        return (owner.get("spec") or {}).get("selector")
 
     def sync(self, ns: str, name: str) -> None:
-        rs = self.mgr.cache.get("replicasets", ns, name)
+        rs = self.mgr.cache.get(self.plural, ns, name)
         if rs is None:
             return
-        pods = self.mgr.claim("pods", rs)
+        rs = {**rs, "apiVersion": self.api_version, "kind": self.kind}  # a listed item carries neither
+        pods = self.mgr.claim("pods", rs, self.selector(rs))
         active = [p for p in pods if logic.pod_active(p)]
         failure: Obj | None = None
         if not rs["metadata"].get("deletionTimestamp"):
@@ -103,10 +115,23 @@ class ReplicaSetController:
             if not status["conditions"]:
                 del status["conditions"]
         if status != (rs.get("status") or {}):
-            self.mgr.wrote("replicasets", self.mgr.api.replace("replicasets", {**rs, "status": status}, status=True))
+            self.mgr.wrote(self.plural, self.mgr.api.replace(self.plural, {**rs, "status": status}, status=True))
         waiting = [p for p in active if logic.pod_ready(p) and not logic.pod_available(p, min_ready, now)]
         if waiting:  # look again when the first ready pod has been ready for minReadySeconds
-            self.mgr.enqueue("ReplicaSet", rs["metadata"]["namespace"], rs["metadata"]["name"], after=1.0)
+            self.mgr.enqueue(self.kind, rs["metadata"]["namespace"], rs["metadata"]["name"], after=1.0)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """``pkg/controller/replication``: the ReplicaSet controller over ReplicationControllers (upstream wraps them
+    as ReplicaSets); their selector is an equality map."""
+
+    plural, kind, api_version, component = ("replicationcontrollers", "ReplicationController", "v1",
+                                            "replication-controller")
+
+    @staticmethod
+    def selector(owner: Obj) -> Any:
+        selector = (owner.get("spec") or {}).get("selector")
+        return {"matchLabels": dict(selector)} if isinstance(selector, dict) and selector else None
 
 
 def _status_message(exc: ApiException) -> str:

@@ -12,7 +12,16 @@ import copy
 from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
-from mockgpu.control.apiserver import corevalidation, defaults, names, printers, secretstrategy, servicestrategy
+from mockgpu.control.apiserver import (
+    corevalidation,
+    defaults,
+    names,
+    namespacestrategy,
+    printers,
+    replicationcontrollers,
+    secretstrategy,
+    servicestrategy,
+)
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -33,8 +42,7 @@ from mockgpu.control.apiserver.status import FieldError
 
 GROUP_VERSION = "v1"
 #: other kinds kube-apiserver's scheme knows in core/v1: a body of one decodes, then fails conversion
-SCHEME_KINDS = frozenset({"Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
-                          "PodTemplate", "ComponentStatus"})
+SCHEME_KINDS = frozenset({"Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ComponentStatus"})
 
 
 def container_quantities(pod_spec: Any) -> list[dict[str, Any]]:
@@ -141,22 +149,20 @@ NODE = Kind("nodes", "node", "Node", False, ALL, ("no",), (), (Subresource("stat
 
 # ---- namespaces (pkg/registry/core/namespace) ------------------------------------------------------------------
 
-def _terminating(ns: Obj) -> None:
-    ns.setdefault("status", {})["phase"] = "Terminating"
-
-
-#: what every namespace holds and gives up with it (kube-controller-manager's serviceaccount and root-ca publisher
-#: controllers, and its namespace controller, simplified: the contents go at once), and the namespaces that
-#: NamespaceLifecycle admission keeps
+#: what every namespace holds (kube-controller-manager's serviceaccount and root-ca publisher controllers), the
+#: namespaces NamespaceLifecycle admission keeps, and the storage's two-phase delete (``namespacestrategy``; the
+#: contents are removed by the namespace controller, which then finalizes the namespace)
 NAMESPACE_LIFECYCLE = Lifecycle(immortal=("default", "kube-system", "kube-public"),
                                 created=lambda api, name: api.populate_namespace(name),
-                                terminating=_terminating,
-                                removing=lambda api, name: api.delete_namespace_contents(name))
+                                terminating=namespacestrategy.mark_terminating, held=namespacestrategy.held)
 
 NAMESPACE = Kind("namespaces", "namespace", "Namespace", False, NO_COLLECTION, ("ns",), (),
-                 (Subresource("status", "Namespace", STATUS),),
+                 (Subresource("finalize", "Namespace", ("update",)), Subresource("status", "Namespace", STATUS)),
                  name_rule=names.name_is_dns_label, lifecycle=NAMESPACE_LIFECYCLE,
-                 prepare=lambda obj, old, subresource: defaults.default_namespace(obj), returns_deleted=True,
+                 prepare=namespacestrategy.prepare_namespace, validate=namespacestrategy.validate_namespace,
+                 validate_status=namespacestrategy.validate_namespace_status,
+                 validate_subresource={"finalize": namespacestrategy.validate_namespace_finalize},
+                 returns_deleted=True,
                  printer=printers.NAMESPACE, field_labels={**CLUSTER_FIELDS, "status.phase": field_path("status",
                                                                                                         "phase")},
                  model="V1Namespace")
@@ -197,4 +203,24 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                              "spec.type": field_path("spec", "type")},
                model="V1Service")
 
-KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
+# pkg/registry/core/replicationcontroller: a ReplicaSet with an equality selector (``replicationcontrollers``),
+# its status and autoscaling/v1 scale subresources; without a propagation policy its pods are orphaned (v1's
+# DefaultGarbageCollectionPolicy, kept for compatibility)
+REPLICATIONCONTROLLER = Kind(
+    "replicationcontrollers", "replicationcontroller", "ReplicationController", True, ALL, ("rc",), ("all",),
+    (Subresource("scale", "Scale", STATUS, "autoscaling", "v1"), Subresource("status", "ReplicationController",
+                                                                             STATUS)),
+    prepare=replicationcontrollers.prepare_rc, validate=replicationcontrollers.validate_rc,
+    validate_status=replicationcontrollers.validate_rc_status, label_selector=replicationcontrollers.label_selector,
+    quantities=lambda o: container_quantities(((o.get("spec") or {}).get("template") or {}).get("spec") or {}),
+    gc_policy="Orphan", printer=printers.REPLICATIONCONTROLLER, model="V1ReplicationController",
+    field_labels={**META_FIELDS, **replicationcontrollers.rc_field_labels()})
+# pkg/registry/core/podtemplate
+PODTEMPLATE = Kind("podtemplates", "podtemplate", "PodTemplate", True, ALL,
+                   prepare=replicationcontrollers.prepare_podtemplate,
+                   validate=replicationcontrollers.validate_podtemplate,
+                   quantities=lambda o: container_quantities((o.get("template") or {}).get("spec") or {}),
+                   printer=printers.PODTEMPLATE, model="V1PodTemplate")
+
+KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS,
+         REPLICATIONCONTROLLER, PODTEMPLATE)

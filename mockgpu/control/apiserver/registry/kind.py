@@ -86,8 +86,10 @@ class Lifecycle:
 
     immortal: tuple[str, ...] = ()  # names that may not be deleted (403)
     created: Callable[[Any, str], None] | None = None  # (api, name): after the object is stored
-    terminating: Callable[[Obj], None] | None = None  # marks an object whose deletion has begun
-    removing: Callable[[Any, str], None] | None = None  # (api, name): before the object itself goes
+    # two-phase deletion (the Namespace storage's Delete): the first DELETE only marks the object (obj, now,
+    # propagation policy) -> the marked object; it goes once ``held`` says its own finalizers are done
+    terminating: Callable[[Obj, str, str | None], Obj] | None = None
+    held: Callable[[Obj], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ class Kind:
     gated_fields: Callable[[Obj, Obj | None, FeatureGates], None] | None = None
     validate: Callable[[Obj, Obj | None], list[FieldError]] | None = None  # (obj, old), after ObjectMeta's
     validate_status: Callable[[Obj, Obj], list[FieldError]] | None = None  # /status updates, when they differ
+    # other subresources whose updates have rules of their own (namespaces/finalize): name -> (obj, old)
+    validate_subresource: Mapping[str, Callable[[Obj, Obj], list[FieldError]]] = field(default_factory=dict)
     admission: Callable[[Obj, dict[str, str]], list[FieldError]] | None = None  # create: the namespace's labels
     # the storage's BeginCreate/BeginUpdate: (stored objects, obj, old) -> errors; fills in what it allocates (the
     # Services' cluster IPs and node ports), after the defaults and before the strategy's validation
@@ -131,6 +135,8 @@ class Kind:
     micro_times: tuple[tuple[str, ...], ...] = ()  # paths of metav1.MicroTime fields (re-encoded in UTC)
     review: Callable[[Any, Any, Any], Obj] | None = None  # (body, user, objects): answered, never stored
     # deletion
+    # the pod selector as a metav1.LabelSelector, where ``spec.selector`` is not one (ReplicationControllers' map)
+    label_selector: Callable[[Obj], Any] | None = None
     gc_policy: str | None = None  # default propagation of an owner kind (the garbage collector's)
     returns_deleted: bool = False  # DELETE answers with the object, not a Status (ReturnDeletedObject)
     grace_period: Callable[[Obj, int | None], int] | None = None  # (obj, requested): graceful deletion
