@@ -445,6 +445,76 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
                                                            _eventually_missing(core, "free", ns, kind="pod"))[1])
     case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
+    out += field_validation_cases(api, ns)
+    return out
+
+
+# -- field validation: raw bodies (duplicate keys cannot be built from a dict), Warning headers compared ----------
+DEPLOYMENT = """{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "%(name)s", "labels": {"app": "x"}%(meta)s},
+ "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3, "bogus": 1, "bogus": 2,
+  "selector": {"matchLabels": {"app": "x"}, "matchLabels": {"app": "x"}},
+  "template": {"metadata": {"labels": {"app": "x", "app": "x"}, "extra": 1},
+               "spec": {"containers": [{"name": "c", "image": "busybox", "image": "busybox:1"}]}}}}"""
+DEPLOYMENT_YAML = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %(name)s
+  name: %(name)s
+spec:
+  replicas: 1
+  unknownField: 1
+  selector:
+    matchLabels: {app: y}
+  template:
+    metadata:
+      labels: {app: y}
+    spec:
+      containers:
+      - name: c
+        image: busybox
+        image: busybox:1
+"""
+
+
+def _raw(api: Any, method: str, path: str, body: str, content_type: str = "application/json") -> dict[str, Any]:
+    """One request with a body sent as given: code, Status message, and every ``Warning`` header."""
+    auth = api.configuration.auth_settings()["BearerToken"]
+    r = api.rest_client.pool_manager.request(method, api.configuration.host + path, body=body.encode(),
+                                             headers={"Content-Type": content_type, "Accept": "application/json",
+                                                      auth["key"]: auth["value"]})
+    data = json.loads(r.data or b"{}")
+    return {"code": r.status, "message": normalise(data.get("message") or "") if data.get("kind") == "Status" else "",
+            "warnings": r.headers.getlist("Warning")}
+
+
+def field_validation_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
+    deps = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    out: list[tuple[str, dict[str, Any]]] = []
+    for label, query, name, meta in [
+        ("Strict", "?fieldValidation=Strict", "fv-strict", ""),
+        ("Warn", "?fieldValidation=Warn", "fv-warn", ""),
+        ("absent (Warn)", "", "fv-default", ""),
+        ("Ignore", "?fieldValidation=Ignore", "fv-ignore", ""),
+        ("Strict, unknown metadata field", "?fieldValidation=Strict", "fv-meta", ', "unknownMeta": "foo"'),
+        ("Warn, unknown metadata field", "", "fv-meta", ', "unknownMeta": "foo"'),
+        ("bogus (422)", "?fieldValidation=bogus", "fv-bogus", ""),
+    ]:
+        out.append((f"field validation: create, unknown and duplicate fields, {label}",
+                    _raw(api, "POST", deps + query, DEPLOYMENT % {"name": name, "meta": meta})))
+    update = DEPLOYMENT % {"name": "fv-warn", "meta": ""}
+    out.append(("field validation: update with unknown and duplicate fields, Strict",
+                _raw(api, "PUT", f"{deps}/fv-warn?fieldValidation=Strict", update)))
+    out.append(("field validation: update with unknown and duplicate fields, Warn",
+                _raw(api, "PUT", f"{deps}/fv-warn", update)))
+    for ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        patch = '{"spec": {"replicas": 1, "replicas": 2, "paused": false, "nope": 1}}'
+        for label, query in (("Strict", "?fieldValidation=Strict"), ("Warn", "")):
+            out.append((f"field validation: {ctype.split('/')[1]} with unknown and duplicate fields, {label}",
+                        _raw(api, "PATCH", f"{deps}/fv-warn{query}", patch, ctype)))
+    for label, query, name in (("Strict", "?fieldValidation=Strict", "fv-yaml-strict"), ("Warn", "", "fv-yaml")):
+        out.append((f"field validation: YAML body with duplicate keys and an unknown field, {label}",
+                    _raw(api, "POST", deps + query, DEPLOYMENT_YAML % {"name": name}, "application/yaml")))
     return out
 
 
