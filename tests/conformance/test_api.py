@@ -446,6 +446,38 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
     case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
     out += field_validation_cases(api, ns)
+    out += secret_cases(api, ns)
+    return out
+
+
+def secret_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
+    """Secrets (secretstrategy.py): defaults, stringData, each built-in type's required keys, immutability."""
+    core = client.CoreV1Api(api)
+    out: list[tuple[str, dict[str, Any]]] = []
+    view = lambda s: (s.type, s.data, s.string_data, s.immutable)  # noqa: E731
+
+    def case(name: str, body: dict[str, Any], call: Any = None) -> None:
+        o = outcome(call or (lambda: core.create_namespaced_secret(ns, body)))
+        out.append((f"secret: {name}", {"code": 200, "view": view(o["result"])} if "result" in o else o))
+
+    def sec(name: str, **fields: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, **fields}
+
+    case("defaults and stringData over data", sec("s1", data={"a": "eA==", "b": "b2xk"}, string_data={"b": "new"}))
+    case("a key that is not a config key (422)", sec("s2", data={"a b": "eA=="}))
+    case("tls without its key (422)", sec("s3", type="kubernetes.io/tls", data={"tls.crt": "eA=="}))
+    case("basic-auth with neither field (422)", sec("s4", type="kubernetes.io/basic-auth"))
+    case("ssh-auth with an empty key (422)", sec("s5", type="kubernetes.io/ssh-auth", data={"ssh-privatekey": ""}))
+    case("a service-account token without its annotation (422)", sec("s6", type="kubernetes.io/service-account-token"))
+    case("a docker config that is an array (422)", sec("s7", type="kubernetes.io/dockerconfigjson",
+                                                         string_data={".dockerconfigjson": "[1]"}))
+    case("an empty docker config (422)", sec("s8", type="kubernetes.io/dockercfg", string_data={".dockercfg": ""}))
+    case("over 1 MiB (422)", sec("s9", string_data={"a": "x" * (1024 * 1024), "b": "y"}))
+    case("a custom type", sec("s10", type="example.com/x", immutable=True, string_data={"k": "v"}))
+    frozen = core.read_namespaced_secret("s10", ns) if out[-1][1]["code"] == 200 else None
+    if frozen is not None:
+        frozen.type, frozen.immutable, frozen.data = "example.com/y", False, {"k": "dw=="}
+    case("an immutable one changed (422)", {}, lambda: core.replace_namespaced_secret("s10", ns, frozen))
     return out
 
 
@@ -465,10 +497,10 @@ spec:
   replicas: 1
   unknownField: 1
   selector:
-    matchLabels: {app: y}
+    matchLabels: {app: web}
   template:
     metadata:
-      labels: {app: y}
+      labels: {app: web}
     spec:
       containers:
       - name: c
@@ -484,8 +516,11 @@ def _raw(api: Any, method: str, path: str, body: str, content_type: str = "appli
                                              headers={"Content-Type": content_type, "Accept": "application/json",
                                                       auth["key"]: auth["value"]})
     data = json.loads(r.data or b"{}")
-    return {"code": r.status, "message": normalise(data.get("message") or "") if data.get("kind") == "Status" else "",
-            "warnings": r.headers.getlist("Warning")}
+    message = normalise(data.get("message") or "") if data.get("kind") == "Status" else ""
+    # a patch's 422 prints the whole patched object, whose status the controllers write at their own pace
+    message = re.sub(r'Invalid value: ".*": (strict decoding error)', r"Invalid value: <the patched object>: \1",
+                     message)
+    return {"code": r.status, "message": message, "warnings": r.headers.getlist("Warning")}
 
 
 def field_validation_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
@@ -515,6 +550,9 @@ def field_validation_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]
     for label, query, name in (("Strict", "?fieldValidation=Strict", "fv-yaml-strict"), ("Warn", "", "fv-yaml")):
         out.append((f"field validation: YAML body with duplicate keys and an unknown field, {label}",
                     _raw(api, "POST", deps + query, DEPLOYMENT_YAML % {"name": name}, "application/yaml")))
+    out.append(("field validation: YAML body whose label is y (a bool to goyaml v2: 400)",
+                _raw(api, "POST", deps, DEPLOYMENT_YAML.replace("web", "y") % {"name": "fv-yaml-y"},
+                     "application/yaml")))
     return out
 
 

@@ -275,6 +275,13 @@ def event_row(ev: dict[str, Any], now: datetime) -> dict[str, Any]:
 NAMESPACE_COLUMNS = [NAME, _col("Status", "The status of the namespace"), AGE]
 CONFIGMAP_COLUMNS = [NAME, _col("Data", "Data contains the configuration data. Each key must consist of "
                                         "alphanumeric characters, '-', '_' or '.'."), AGE]
+SECRET_COLUMNS = [
+    NAME, _col("Type", "Used to facilitate programmatic handling of secret data. More info: "
+                       "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
+    _col("Data", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. "
+                 "The serialized form of the secret data is a base64 encoded string, representing the arbitrary "
+                 "(possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+    AGE]
 SERVICEACCOUNT_COLUMNS = [NAME, _col("Secrets", "Secrets is a list of the secrets in the same namespace that pods "
                                                 "running using this ServiceAccount are allowed to use."), AGE]
 SERVICE_COLUMNS = [
@@ -604,6 +611,7 @@ NODE: Printer = (NODE_COLUMNS, node_row)
 EVENT: Printer = (EVENT_COLUMNS, event_row)  # one printer for both groups, as upstream's internal type has
 NAMESPACE: Printer = (NAMESPACE_COLUMNS, named(lambda o: [(o.get("status") or {}).get("phase", "")]))
 CONFIGMAP: Printer = (CONFIGMAP_COLUMNS, named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})]))
+SECRET: Printer = (SECRET_COLUMNS, named(lambda o: [o.get("type") or "", len(o.get("data") or {})]))
 SERVICEACCOUNT: Printer = (SERVICEACCOUNT_COLUMNS, named(lambda o: [len(o.get("secrets") or [])]))
 SERVICE: Printer = (SERVICE_COLUMNS, service_row)
 WORKLOAD: Printer = (WORKLOAD_COLUMNS, named(lambda o: []))

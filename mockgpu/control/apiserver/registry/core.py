@@ -28,6 +28,7 @@ from mockgpu.control.apiserver.registry.kind import (
     field_path,
     on_every_write,
 )
+from mockgpu.control.apiserver.secretstrategy import prepare_secret, validate_secret
 from mockgpu.control.apiserver.status import FieldError
 
 GROUP_VERSION = "v1"
@@ -174,6 +175,10 @@ EVENT = Kind("events", "event", "Event", True, ALL, ("ev",), validate=on_every_w
 CONFIGMAP = Kind("configmaps", "configmap", "ConfigMap", True, ALL, ("cm",),
                  validate=on_every_write(corevalidation.validate_configmap), printer=printers.CONFIGMAP,
                  model="V1ConfigMap", protobuf=protobuf.CONFIG_MAP)
+# pkg/registry/core/secret: defaults, stringData → data, validation (secretstrategy)
+SECRET = Kind("secrets", "secret", "Secret", True, ALL, prepare=prepare_secret,
+              validate=validate_secret, printer=printers.SECRET,
+              field_labels={**META_FIELDS, "type": field_path("type")}, model="V1Secret")
 SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", True, ALL, ("sa",),
                       printer=printers.SERVICEACCOUNT, model="V1ServiceAccount", protobuf=protobuf.SERVICE_ACCOUNT)
 # the legacy ``bindings`` resource: POST binds the pod it names, as ``pods/<name>/binding`` does (BindingREST)
@@ -191,4 +196,4 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                              "spec.type": field_path("spec", "type")},
                model="V1Service", protobuf=protobuf.SERVICE)
 
-KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
+KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)
