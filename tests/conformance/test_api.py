@@ -447,6 +447,77 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
     out += field_validation_cases(api, ns)
     out += secret_cases(api, ns)
+    out += flowcontrol_cases(api)
+    return out
+
+
+def flowcontrol_cases(api: Any) -> list[tuple[str, dict[str, Any]]]:
+    """FlowSchemas and PriorityLevelConfigurations (apiserver/flowcontrol.py): upstream's bootstrap objects, defaults,
+    validation; raw JSON bodies (the client's models refuse some of these before sending)."""
+    fc = client.FlowcontrolApiserverV1Api(api)
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    out: list[tuple[str, dict[str, Any]]] = [
+        ("flowcontrol: the bootstrap FlowSchemas", {"view": sorted(
+            (i.metadata.name, str(i.spec.to_dict())) for i in fc.list_flow_schema().items)}),
+        ("flowcontrol: the bootstrap priority levels", {"view": sorted(
+            (i.metadata.name, str(i.spec.to_dict())) for i in fc.list_priority_level_configuration().items)})]
+
+    def case(name: str, method: str, path: str, body: dict[str, Any],
+             content_type: str = "application/json") -> None:
+        out.append((f"flowcontrol: {name}", _raw(api, method, base + path, json.dumps(body), content_type)))
+
+    subject = {"kind": "User", "user": {"name": "someone"}}
+    rule = {"subjects": [subject], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}
+
+    def fs(name: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"priorityLevelConfiguration": {"name": "global-default"},
+                                                     "rules": [rule], **spec}}
+
+    def plc(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": spec}
+
+    case("a FlowSchema", "POST", "/flowschemas", fs("fc-default"))
+    out.append(("flowcontrol: its defaults", {"view": fc.read_flow_schema("fc-default").spec.to_dict()}))
+    case("matchingPrecedence 1 (422)", "POST", "/flowschemas", fs("fc-one", matchingPrecedence=1))
+    case("matchingPrecedence over 10000 (422)", "POST", "/flowschemas", fs("fc-big", matchingPrecedence=10001))
+    case("a rule without subjects or rules (422)", "POST", "/flowschemas", {
+        "metadata": {"name": "fc-empty"}, "spec": {"priorityLevelConfiguration": {"name": "x"}, "rules": [{}]}})
+    case("no priority level, a bad distinguisher (422)", "POST", "/flowschemas", fs(
+        "fc-nopl", priorityLevelConfiguration={"name": ""}, distinguisherMethod={"type": "ByPod"}))
+    case("resource rules, each wrong (422)", "POST", "/flowschemas", fs("fc-rr", rules=[{
+        "subjects": [{"kind": "ServiceAccount", "serviceAccount": {"name": "a"}, "user": {"name": "b"}},
+                     {"kind": "Robot"}, {"kind": "Group"}],
+        "resourceRules": [{"verbs": ["get", "fly"], "apiGroups": ["*", "apps"], "resources": [],
+                           "namespaces": ["Bad_NS"]}],
+        "nonResourceRules": [{"verbs": ["*", "get"], "nonResourceURLs": ["no-slash", "/a/*/b", "/a b", ""]}]}]))
+    case("the mandatory exempt FlowSchema changed (422)", "PATCH", "/flowschemas/exempt",
+         {"spec": {"matchingPrecedence": 2}}, "application/merge-patch+json")
+    case("a suggested FlowSchema changed", "PATCH", "/flowschemas/probes",
+         {"spec": {"matchingPrecedence": 3}}, "application/merge-patch+json")
+    case("a limited priority level", "POST", "/prioritylevelconfigurations", plc(
+        "fc-limited", {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}))
+    out.append(("flowcontrol: its defaults (priority level)",
+                {"view": fc.read_priority_level_configuration("fc-limited").spec.to_dict()}))
+    case("a queuing configuration out of bounds (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-bad", {"type": "Limited", "limited": {"nominalConcurrencyShares": -1, "lendablePercent": 101,
+                                                  "borrowingLimitPercent": -2,
+                                                  "limitResponse": {"type": "Queue", "queuing": {
+                                                      "queues": 128, "handSize": 129, "queueLengthLimit": -1}}}}))
+    case("hand size past the entropy bound (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-entropy", {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {
+            "queues": 100000, "handSize": 10}}}}))
+    case("type Exempt on another name (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-exempt", {"type": "Exempt", "limited": {"limitResponse": {"type": "Reject"}}}))
+    case("a bogus type (422)", "POST", "/prioritylevelconfigurations", plc("fc-bogus", {"type": "Bogus"}))
+    case("Reject with queuing, no type (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-reject", {"type": "Limited", "exempt": {}, "limited": {"lendablePercent": 5, "limitResponse": {
+            "type": "Reject", "queuing": {"queues": 1}}}}))
+    case("no type, no limit response type (422)", "POST", "/prioritylevelconfigurations", plc("fc-notype", {}))
+    case("the mandatory catch-all level changed (422)", "PATCH", "/prioritylevelconfigurations/catch-all",
+         {"spec": {"limited": {"nominalConcurrencyShares": 6}}}, "application/merge-patch+json")
+    case("a status with a duplicate condition (422)", "PATCH", "/flowschemas/fc-default/status",
+         {"status": {"conditions": [{"type": "Dangling"}, {"type": "Dangling"}, {"status": "True"}]}},
+         "application/merge-patch+json")
     return out
 
 
