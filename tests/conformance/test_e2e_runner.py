@@ -73,7 +73,7 @@ def test_judge():
     assert regression.problem.startswith("some spec: passes on upstream, failed on embedded") and regression.open
     known = judge(*_pair(listed, "x", "passed", "failed"), OPEN)
     assert known.open and not known.problem and known.reason == OPEN + KNOWN_OPEN[listed]
-    assert judge(*_pair(listed, "x", "passed", "passed"), OPEN).note.endswith("remove it from KNOWN_OPEN")
+    assert judge(*_pair(listed, "x", "passed", "passed"), OPEN).problem.endswith("remove it from KNOWN_OPEN")
     out = judge(*_pair("any", scoped, "passed", "timedout"), OPEN)
     assert not out.open and not out.problem and out.reason == OUT_OF_SCOPE[scoped]
     assert not judge(*_pair(spec_scoped, "discovery", "passed", "failed"), OPEN).problem
