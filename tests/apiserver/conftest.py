@@ -14,6 +14,9 @@ import pytest
 
 from mockgpu.backends.embedded import EmbeddedCluster
 from mockgpu.config.clusterspec import load_spec
+from mockgpu.control.apiserver.discovery import RESOURCES
+from mockgpu.control.apiserver.handlers import ResourceAPI
+from mockgpu.control.apiserver.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_SPEC = ROOT / "clusters" / "seed-4x2.yaml"
@@ -62,6 +65,16 @@ class Raw:
         body = json.dumps(obj).encode() if obj is not None else None
         code, data, _ = self.request(method, path, body, **kw)
         return code, json.loads(data) if data else None
+
+
+@pytest.fixture
+def resource_api(tmp_path: Path) -> Iterator[ResourceAPI]:
+    """The API server's handlers over a fresh store, without HTTP, with the ``default`` namespace."""
+    store = Store(tmp_path / "store.db")
+    api = ResourceAPI(store)
+    api.create(RESOURCES["namespaces"], "", {"metadata": {"name": "default"}})
+    yield api
+    store.close()
 
 
 @pytest.fixture

@@ -7,19 +7,13 @@ from datetime import UTC, datetime
 import pytest
 
 from mockgpu.control.apiserver.discovery import RESOURCES
-from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.services import ensure_kubernetes_service
-from mockgpu.control.apiserver.store import Store
 from mockgpu.control.apiserver.tables import to_table
 
 
 @pytest.fixture
-def api(tmp_path):
-    store = Store(tmp_path / "store.db")
-    api = ResourceAPI(store)
-    api.create(RESOURCES["namespaces"], "", {"metadata": {"name": "default"}})
-    yield api
-    store.close()
+def api(resource_api):
+    return resource_api
 
 
 def test_kubernetes_service_is_created_then_follows_the_port(api):

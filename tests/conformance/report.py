@@ -18,6 +18,7 @@ SECTIONS = {  # id -> title, in report order
     "kubectl": "API: kubectl battery (every installed kubectl)",
     "client": "API: official Python client battery",
     "quota": "API: GPU quotas (ResourceQuota, LimitRange, the quota controller)",
+    "protobuf": "API: protobuf (a client-go program and raw protobuf requests: decoded objects and Status)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
     "e2e": "Kubernetes' own e2e specs: sig-api-machinery [Conformance] (e2e.test, one process per spec)",
@@ -79,6 +80,14 @@ FIXED: list[tuple[str, str]] = [
      "upstream refuses `device.nosuch` (`undefined field 'nosuch'`) and `device.capacity` (`must evaluate to bool "
      "or the unknown type, not map(string, map(string, kubernetes.Quantity))`); the embedded server stored them. "
      "An expression cut off before an operand now gets cel-go's `mismatched input '<EOF>' expecting {...}`"),
+    ("protobuf: a client-go pod with probes",
+     "upstream defaults a probe's timeoutSeconds 1, periodSeconds 10, successThreshold 1, failureThreshold 3 and an "
+     "httpGet's path and scheme (SetDefaults_Probe, _HTTPGetAction); the embedded server kept them unset. "
+     "apiserver/defaults.py now does"),
+    ("protobuf: a delete whose precondition fails",
+     "embedded said `Precondition failed: UID in precondition: ...` on `configmaps`; upstream's rest.BeforeDelete "
+     "answers first, on the kind: `Operation cannot be fulfilled on ConfigMap \"pb\": the UID in the precondition "
+     "(...) does not match the UID in record (...)`. handlers.py now does"),
 ]
 
 

@@ -99,6 +99,34 @@ subjects:
 - {kind: User, name: alice}
 roleRef: {kind: Role, name: pod-reader, apiGroup: rbac.authorization.k8s.io}
 """
+SECRETS = """apiVersion: v1
+kind: Secret
+metadata: {name: s1}
+stringData: {user: admin, password: hunter2}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls1}
+type: kubernetes.io/tls
+data: {tls.crt: Y2VydA==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: frozen}
+immutable: true
+data: {a: YQ==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: reg}
+type: kubernetes.io/dockerconfigjson
+data: {.dockerconfigjson: W10=}
+"""
+BAD_SECRET = """apiVersion: v1
+kind: Secret
+metadata: {name: bad64}
+data: {a: "not base64!"}
+"""
 BAD_POD = """apiVersion: v1
 kind: Pod
 metadata: {name: bad}
@@ -106,11 +134,128 @@ spec:
   containers: []
 """
 
-NORMALISE = [  # in order: the token volume's random suffix first, since it can look like an age ("25m4s")
+SSA_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ssa, labels: {app: ssa}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ssa}}
+  template:
+    metadata: {labels: {app: ssa}}
+    spec:
+      schedulerName: no-such-scheduler
+      containers:
+      - name: app
+        image: mockgpu/workload
+        ports: [{containerPort: 80}]
+"""
+SSA_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: ssa}
+data: {a: "1", b: "2"}
+"""
+SSA_ROLE = """apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ssa}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list]
+"""
+
+
+def ssa_battery(n: list[str], files: Path) -> list[tuple[str, list[str]]]:
+    """Server-side apply: create, re-apply, a second manager's conflict and ``--force-conflicts``, fields dropped
+    from the applied configuration, ``/scale`` and a label taking ownership, dry run, the migration from
+    client-side apply, and the managedFields each leaves (``time`` normalised; a Deployment's are read per manager,
+    since the two control planes' controllers record their own status entries)."""
+    def write(name: str, text: str) -> str:
+        (files / name).write_text(text)
+        return str(files / name)
+    dep = write("ssa-d1.yaml", SSA_DEPLOYMENT)
+    dep2 = write("ssa-d2.yaml", SSA_DEPLOYMENT.replace("replicas: 1", "replicas: 2"))
+    dep3 = write("ssa-d3.yaml", SSA_DEPLOYMENT.replace("  replicas: 1\n", "").replace(
+        "        ports: [{containerPort: 80}]\n", ""))
+    other = write("ssa-other.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ssa}\n"
+                                    "spec: {replicas: 3}\n")
+    cm = write("ssa-cm.yaml", SSA_CONFIGMAP)
+    cm2 = write("ssa-cm2.yaml", SSA_CONFIGMAP.replace('b: "2"', 'c: "3"'))
+    cm_other = write("ssa-cm-other.yaml", 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, labels: {l: x}}\n'
+                                          'data: {a: "9", c: "4"}\n')
+    cm_new = write("ssa-cm-new.yaml", SSA_CONFIGMAP.replace("name: ssa", "name: ssa-new"))
+    role = write("ssa-role.yaml", SSA_ROLE)
+    role2 = write("ssa-role2.yaml", SSA_ROLE.replace("[get, list]", "[get]"))
+    csa = write("ssa-csa.yaml", SSA_DEPLOYMENT.replace("name: ssa,", "name: csa,"))
+    csa2 = write("ssa-csa2.yaml", SSA_DEPLOYMENT.replace("name: ssa,", "name: csa,").replace("replicas: 1",
+                                                                                               "replicas: 5"))
+
+    def owned(kind: str, name: str, *managers: str) -> list[str]:
+        jp = "".join(f'{m}:{{range .metadata.managedFields[?(@.manager=="{m}")]}} {{.operation}} {{.apiVersion}} '
+                     f'{{.subresource}} {{.time}} {{.fieldsV1}}{{end}}{{"\\n"}}' for m in managers)
+        return ["get", kind, name, "-o", "jsonpath=" + jp, *n]
+    ssa = ["apply", "--server-side"]
+    return [
+        ("apply --server-side (create)", [*ssa, "-f", dep, *n]),
+        ("apply --server-side managedFields", owned("deployment", "ssa", "kubectl", "other")),
+        ("apply --server-side (unchanged)", [*ssa, "-f", dep, *n]),
+        ("apply --server-side (configured)", [*ssa, "-f", dep2, *n]),
+        ("apply --server-side by another manager (conflict)", [*ssa, "--field-manager=other", "-f", other, *n]),
+        ("apply --server-side --force-conflicts", [*ssa, "--field-manager=other", "--force-conflicts", "-f", other,
+                                                   *n]),
+        ("managedFields after a forced apply", owned("deployment", "ssa", "kubectl", "other")),
+        ("apply --server-side, replicas now another's (conflict)", [*ssa, "-f", dep2, *n]),
+        ("apply --server-side without replicas and ports", [*ssa, "-f", dep3, *n]),
+        ("managedFields after dropping fields", owned("deployment", "ssa", "kubectl", "other")),
+        ("get deployment -o jsonpath after dropping fields", ["get", "deployment", "ssa", "-o", "jsonpath="
+                                                              "{.spec.replicas} {.spec.template.spec.containers}", *n]),
+        ("scale a server-side applied deployment", ["scale", "deployment", "ssa", "--replicas=0", *n]),
+        ("label a server-side applied deployment", ["label", "deployment", "ssa", "x=y", *n]),
+        ("managedFields after scale and label", owned("deployment", "ssa", "kubectl", "other", "kubectl-label")),
+        ("apply --server-side --dry-run=server", [*ssa, "--dry-run=server", "--force-conflicts", "-f", dep2, *n]),
+        ("nothing stored by the dry run", ["get", "deployment", "ssa", "-o", "jsonpath={.spec.replicas}", *n]),
+        ("apply --server-side a ConfigMap", [*ssa, "-f", cm, *n]),
+        ("apply --server-side a ConfigMap by another manager (2 conflicts)", [*ssa, "--field-manager=other", "-f",
+                                                                            cm_other, *n]),
+        ("apply --server-side a ConfigMap without a key", [*ssa, "-f", cm2, *n]),
+        ("get configmap -o yaml --show-managed-fields", ["get", "configmap", "ssa", "-o", "yaml",
+                                                         "--show-managed-fields", *n]),
+        ("create configmap records kubectl-create", ["create", "configmap", "ssa-created", "--from-literal=x=y",
+                                                     *n]),
+        ("get created configmap --show-managed-fields", ["get", "configmap", "ssa-created", "-o", "yaml",
+                                                         "--show-managed-fields", *n]),
+        ("apply --server-side a Role", [*ssa, "-f", role, *n]),
+        ("apply --server-side a Role with fewer verbs", [*ssa, "-f", role2, *n]),
+        ("get role -o yaml --show-managed-fields", ["get", "role", "ssa", "-o", "yaml", "--show-managed-fields",
+                                                    *n]),
+        ("apply (client-side) before server-side", ["apply", "-f", csa, *n]),
+        ("managedFields of a client-side apply", owned("deployment", "csa", "kubectl",
+                                                       "kubectl-client-side-apply")),
+        ("apply --server-side after client-side apply (migration)", [*ssa, "-f", csa2, *n]),
+        ("managedFields after the migration", owned("deployment", "csa", "kubectl", "kubectl-client-side-apply")),
+        ("last-applied annotation after the migration", ["get", "deployment", "csa", "-o", "jsonpath={.metadata."
+                                                         "annotations.kubectl\\.kubernetes\\.io/last-applied-"
+                                                         "configuration}", *n]),
+        ("managedFields of a created, labelled and patched pod", owned(
+            "pod", "p1", "kubectl-create", "kubectl-label", "kubectl-annotate", "kubectl-patch")),
+        ("apply --server-side with a too long field manager (422)", [*ssa, "--field-manager=" + "m" * 129, "-f", cm,
+                                                                     *n]),
+        ("create a role that may patch configmaps", ["create", "role", "ssa-patcher", "--verb=get,patch",
+                                                     "--resource=configmaps", *n]),
+        ("bind it to dave", ["create", "rolebinding", "ssa-patcher", "--role=ssa-patcher", "--user=dave", *n]),
+        ("apply --server-side creating as dave (403: create)", [*ssa, "-f", cm_new, "--as=dave", *n]),
+        ("apply --server-side updating as dave", [*ssa, "--field-manager=dave", "--force-conflicts", "-f", cm,
+                                                  "--as=dave", *n]),
+        ("delete the server-side applied objects", ["delete", "deployment/ssa", "deployment/csa", "configmap/ssa",
+                                                    "configmap/ssa-created", "role/ssa", "role/ssa-patcher",
+                                                    "rolebinding/ssa-patcher", *n]),
+    ]
+
+
+NORMALISE = [  # in order: the token volume's random suffix and uids first, since they can look like an age ("25m4s")
     (re.compile(r"kube-api-access-[a-z0-9]{5}"), "kube-api-access-<random>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"\b\d+(\.\d+)?(s|m|h|d|y)(\d+(s|m|h))?\b"), "<age>"),
     (re.compile(r"<invalid>|<unknown>"), "<age>"),
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z"), "<time>"),
     (re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"), "<time>"),
     (re.compile(r"https://127\.0\.0\.1:\d+"), "<server>"),
@@ -143,6 +288,10 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
     deploy_svc.write_text(DEPLOY_AND_SERVICE)
     rbac = files / "rbac.yaml"
     rbac.write_text(ROLE_AND_BINDING)
+    secrets = files / "secrets.yaml"
+    secrets.write_text(SECRETS)
+    bad_secret = files / "bad-secret.yaml"
+    bad_secret.write_text(BAD_SECRET)
     changed = files / "changed.yaml"
     changed.write_text(POD.format(name="p2", scheduler=SCHEDULER).replace("app: demo", "app: demo, tier: two"))
     n = ["-n", ns]
@@ -185,6 +334,20 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get configmaps (header)", ["get", "configmaps", *n]),
         ("create configmap", ["create", "configmap", "c1", "--from-literal=a=b", *n]),
         ("get configmap -o jsonpath", ["get", "configmap", "c1", "-o", "jsonpath={.data}", *n]),
+        ("apply Secrets (stringData, a tls one missing its key, an immutable one, a bad docker config)",
+         ["apply", "-f", str(secrets), *n]),
+        ("create secret generic (protobuf)", ["create", "secret", "generic", "g1", "--from-literal=k=v", *n]),
+        ("create secret docker-registry", ["create", "secret", "docker-registry", "r1", "--docker-server=x.io",
+                                           "--docker-username=u", "--docker-password=p", *n]),
+        ("create a Secret that is not base64 (400)", ["create", "-f", str(bad_secret), *n]),
+        ("get secrets (table)", ["get", "secrets", *n]),
+        ("get secret -o jsonpath (stringData merged)", ["get", "secret", "s1", "-o",
+                                                        "jsonpath={.type} {.data} {.stringData}", *n]),
+        ("get secrets --field-selector type", ["get", "secrets", "--field-selector", "type=Opaque", "-o", "name",
+                                               *n]),
+        ("patch an immutable Secret's data (422)", ["patch", "secret", "frozen", "-p", '{"data":{"a":"Yg=="}}', *n]),
+        ("patch a Secret's type (422)", ["patch", "secret", "s1", "-p", '{"type":"kubernetes.io/tls"}', *n]),
+        ("delete secrets", ["delete", "secrets", "--all", *n]),
         ("create deployment", ["create", "deployment", "d1", "--image=mockgpu/workload", "--replicas=0", *n]),
         ("get deployment (table)", ["get", "deployment", "d1", *n]),
         ("rollout status", ["rollout", "status", "deployment/d1", "--timeout=30s", *n]),
@@ -278,6 +441,7 @@ def kubectl_battery(ns: str, files: Path) -> list[tuple[str, list[str]]]:
         ("get clusterrolebinding cluster-admin -o wide", ["get", "clusterrolebinding", "cluster-admin", "-o",
                                                           "wide"]),
         ("delete the RBAC objects", ["delete", "role,rolebinding", "--all", *n]),
+        *ssa_battery(n, files),
         ("delete statefulset, daemonset, cronjob", ["delete", "statefulset/web", "daemonset/agent", "cronjob/c1",
                                                     *n]),
         ("delete deployment", ["delete", "deployment", "d1", *n]),
@@ -445,6 +609,7 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
                                                            _eventually_missing(core, "free", ns, kind="pod"))[1])
     case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
+    _apply_cases(core, ns, case)
     out += field_validation_cases(api, ns)
     out += secret_cases(api, ns)
     out += flowcontrol_cases(api)
@@ -625,6 +790,42 @@ def field_validation_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]
                 _raw(api, "POST", deps, DEPLOYMENT_YAML.replace("web", "y") % {"name": "fv-yaml-y"},
                      "application/yaml")))
     return out
+
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def _apply_cases(core: Any, ns: str, case: Any) -> None:
+    """Server-side apply's answers to bodies kubectl never sends: the options' and the body's errors, conflicts'
+    causes, force, and the uid checks (the official client sends the apply body as JSON, which is YAML)."""
+    def cm(name: str = "applied", **meta: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
+
+    def apply(body: Any, name: str = "applied", **kw: Any) -> Any:
+        return lambda: core.patch_namespaced_config_map(name, ns, body, _content_type=APPLY_PATCH, **kw)
+
+    def view(o: Any) -> Any:
+        return o.data, sorted((e.manager, e.operation, e.subresource) for e in o.metadata.managed_fields or [])
+    case("apply without a fieldManager (422)", apply({**cm(), "data": {"k": "v"}}))
+    case("apply creates", apply({**cm(), "data": {"k": "v"}}, field_manager="m"), view)
+    case("apply of another kind (400)", apply({**cm(), "kind": "Secret"}, field_manager="m"))
+    case("apply of another version (400)", apply({**cm(), "apiVersion": "v2"}, field_manager="m"))
+    case("apply without a kind (400)", apply({"metadata": {"name": "applied"}}, field_manager="m"))
+    case("apply naming another object (400)", apply(cm("other"), field_manager="m"))
+    case("apply without a name (the live object's)", apply({"apiVersion": "v1", "kind": "ConfigMap"},
+                                                           field_manager="m"), view)
+    case("apply in another namespace (400)", apply(cm(namespace="other"), field_manager="m"))
+    case("apply with managedFields (400)", apply(cm(managedFields=[]), field_manager="m"))
+    case("apply with an undeclared field (500)", apply({**cm(), "bogus": 1}, field_manager="m"))
+    case("apply by another manager (409 with causes)", apply({**cm(), "data": {"k": "w"}}, field_manager="n"), view)
+    case("apply by another manager, forced", apply({**cm(), "data": {"k": "w"}}, field_manager="n", force=True),
+         view)
+    case("force on a merge patch (422)", lambda: core.patch_namespaced_config_map("applied", ns, {"data": {}},
+                                                                                   force=True))
+    case("apply with a too long fieldManager (422)", apply(cm(), field_manager="x" * 129))
+    case("apply creating with a uid (409)", apply(cm("absent", uid="123"), "absent", field_manager="m"))
+    case("apply changing the uid (422)", apply(cm(uid="123"), field_manager="m"))
+    case("apply with a stale resourceVersion (409)", apply(cm(resourceVersion="1"), field_manager="m"))
 
 
 def _first_watch_event(core: Any, ns: str, rv: str) -> str:

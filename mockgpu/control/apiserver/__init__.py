@@ -7,7 +7,8 @@ of authorization/authentication.k8s.io.
 ``server.APIServer`` runs it; ``store`` keeps objects in SQLite; ``app`` is the HTTP layer; the pure
 modules (``validation``, ``podupdate``, ``workloads`` with ``daemonsets``, ``statefulsets`` and ``cronjobs``,
 ``coordination``, ``eventsv1``, ``access``, ``selectors``,
-``patch``, ``tables``, ``discovery``, ``schemas``, ``status``) model upstream.
+``patch``, ``smd`` with ``managedfields`` (server-side apply), ``tables``, ``discovery``, ``schemas``, ``status``)
+model upstream.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Routes ``/api/v1/[watch/][namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``, the same under
 ``/apis/<group>/<version>`` for the named groups of ``registry``, plus discovery
 (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, ``/version``), ``/openapi/v3`` and health
-checks. Request bodies may be JSON, YAML or (for the kinds kubectl sends so) protobuf; responses are JSON,
-or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get). Reading requests is
-``request``; the verbs are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
+checks. Request bodies may be JSON, YAML or protobuf; responses are JSON, protobuf when the client prefers it
+(``protobuf.negotiate``), or a ``meta.k8s.io/v1`` Table when the Accept header asks for one (kubectl get).
+Reading requests is ``request``; the verbs are in ``handlers``; watches in ``watch``; logs in ``podlogs``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from mockgpu.control.apiserver import (
     fieldvalidation,
     limits,
     listoptions,
+    managedfields,
     openapi,
     protobuf,
     rbacauthz,
@@ -34,7 +35,7 @@ from mockgpu.control.apiserver import (
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.auth import guard
 from mockgpu.control.apiserver.handlers import ResourceAPI
-from mockgpu.control.apiserver.patch import apply_patch
+from mockgpu.control.apiserver.patch import APPLY_PATCH, apply_patch
 from mockgpu.control.apiserver.podlogs import log_options, serve_log
 from mockgpu.control.apiserver.registry.core import POD
 from mockgpu.control.apiserver.registry.kind import Kind
@@ -87,7 +88,8 @@ class APIApp:
         self.address = "127.0.0.1:0"
         self._openapi: dict[str, bytes] = {}
         self._openapi_lock = asyncio.Lock()
-        self.app = web.Application(middlewares=[guard(token), fieldvalidation.warnings_middleware],
+        self.app = web.Application(middlewares=[web.middleware(protobuf.negotiate), guard(token),
+                                                fieldvalidation.warnings_middleware],
                                    client_max_size=limits.MAX_BODY_BYTES)
         self.app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)  # any path, newlines (%0a) too
 
@@ -220,11 +222,14 @@ class APIApp:
             raise st.method_not_allowed("POST", t.info.kind)
         if verb == "patch":
             patch_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if patch_type not in PATCH_TYPES:
-                raise st.unsupported_media_type(patch_type, accepted=PATCH_TYPES)
+            if patch_type not in SERVED_PATCH_TYPES:
+                raise st.unsupported_media_type(patch_type, accepted=SERVED_PATCH_TYPES)
+        manager, force = self._manager(request, verb, t, patch_type if verb == "patch" else "")
+        if verb == "patch" and patch_type == APPLY_PATCH:
+            return await self._apply(request, t, dry_run, strict, manager or "", bool(force), user)
         body = await self._body(request, kind) if method in ("POST", "PUT", "PATCH") else None
         if verb == "create":
-            return await self._create(request, t, body, dry_run, strict, user)
+            return await self._create(request, t, body, dry_run, strict, user, manager)
         if verb in ("update", "patch"):
             name = t.name or ""
             if verb == "update":
@@ -232,9 +237,10 @@ class APIApp:
                     raise st.bad_request("the object provided is unrecognized (must be an object)")
                 new = self._stored_form(t.info, body, strict)
                 self._check_event_update(t.info, ns, name, new)
-                obj = self.api.update(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
+                obj = self.api.update(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict,
+                                      manager=manager)
             else:
-                obj = self._patch(patch_type, t, body, dry_run, strict)
+                obj = self._patch(patch_type, t, body, dry_run, strict, manager)
             return self._object_response(request, t.info, obj)
         if verb == "delete":
             return await self._delete(request, t)
@@ -262,7 +268,7 @@ class APIApp:
     # ---- verbs -------------------------------------------------------------------------------------------
 
     async def _create(self, request: web.Request, t: Target, body: Any, dry_run: bool, strict: bool,
-                      user: rbacauthz.User = rbacauthz.ADMIN) -> web.Response:
+                      user: rbacauthz.User = rbacauthz.ADMIN, manager: str | None = None) -> web.Response:
         ns = t.namespace or ""
         if t.sub in ("binding", "eviction") or t.info.route_to is not None:
             if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict | None):
@@ -298,10 +304,76 @@ class APIApp:
             if errs:
                 meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
                 raise st.invalid(t.info.kind, meta.get("name") or meta.get("generateName") or "", errs, t.info.group)
-        obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict)
+        obj = self.api.create(t.info, ns, self._stored_form(t.info, body, strict), dry_run=dry_run, strict=strict,
+                              manager=manager)
         return self._object_response(request, t.info, obj, 201)
 
-    def _patch(self, ctype: str, t: Target, body: Any, dry_run: bool, strict: bool) -> Obj:
+    @staticmethod
+    def _manager(request: web.Request, verb: str, t: Target, patch_type: str) -> tuple[str | None, bool | None]:
+        """(the manager a create/update/patch records, ``force``) after upstream's validation of the options'
+        ``fieldManager`` and ``force`` (422); (None, None) for other verbs and subresources that record none."""
+        if verb not in ("create", "update", "patch") or t.sub in ("binding", "eviction"):
+            return None, None
+        q = request.query
+        force = _go_bool(q["force"]) if "force" in q else None
+        field_manager = q.get("fieldManager", "")
+        managedfields.validate_options(field_manager, _OPTIONS_KIND[verb], patch_type == APPLY_PATCH, force)
+        return managedfields.manager_of(field_manager, request.headers.get("User-Agent", "")), force
+
+    async def _apply(self, request: web.Request, t: Target, dry_run: bool, strict: bool, manager: str,
+                     force: bool, user: rbacauthz.User = rbacauthz.ADMIN) -> web.Response:
+        """Server-side apply (``application/apply-patch+yaml``): create the object when it is absent (201; the user
+        must also be allowed to create it, as upstream's ``withAuthorization``), else merge the applied
+        configuration into it (``managedfields.apply``), then store it as any patch is."""
+        info, ns, name = t.info, t.namespace or "", t.name or ""
+        try:
+            config = await read_body(request)
+        except st.StatusError as err:  # validateAndTranscodePatch: yaml.ToJSON's error
+            raise st.bad_request(f"error encoding patch: {err.status['message']}") from None
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            raise st.bad_request(f"error decoding patch: json: cannot unmarshal {_json_type(config)} into Go value "
+                                 "of type map[string]interface {}")
+        current = self.store.get(info.plural, ns if info.namespaced else "", name)
+        scope = managedfields.Scope(info.api_version, info.kind, t.sub or "", info.has("status"))
+        new = managedfields.apply(scope, self.present(info, current) if current else None, config, manager, force)
+        meta = new.setdefault("metadata", {})
+        if info.namespaced:  # EnsureObjectNamespaceMatchesRequestNamespace
+            if meta.get("namespace") not in (None, "", ns):
+                raise st.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                     "the request")
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        if meta.get("name", "") != name:  # checkName
+            raise st.bad_request(f"the name of the object ({meta.get('name', '')}) does not match the name on the "
+                                 f"URL ({name})")
+        if current is None:
+            if t.sub:
+                raise st.not_found(info.plural, name, info.group)
+            if meta.get("uid"):  # patcher.applyPatch: a uid names an object that must exist
+                raise st.conflict(info.plural, name, info.group, f"uid mismatch: the provided object specified uid "
+                                                                 f"{meta['uid']}, and no existing object was found")
+            if not user.privileged:
+                attrs = replace(rbacauthz.request_attributes(request.method, request.path, request.query),
+                                verb="create")
+                allowed, reason = rbacauthz.authorize(self.store, user, attrs)
+                if not allowed:
+                    raise rbacauthz.denial(user, attrs, reason)
+            obj = self.api.create(info, ns, self._stored_form(info, new, strict), dry_run=dry_run, strict=strict)
+            return self._object_response(request, info, obj, 201)
+        uid = meta.get("uid")
+        if uid and uid != current["metadata"].get("uid"):  # ValidateObjectMetaUpdate, on the applied object
+            raise st.invalid(info.kind, name, [st.field_invalid("metadata.uid", uid, "field is immutable")],
+                             info.group)
+        new = self._stored_form(info, new, strict)
+        self._check_event_update(info, ns, name, new)
+        obj = self.api.patched(info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
+        return self._object_response(request, info, obj)
+
+    def _patch(self, ctype: str, t: Target, body: Any, dry_run: bool, strict: bool,
+               manager: str | None = None) -> Obj:
         """``ctype``: one of ``PATCH_TYPES`` (checked by ``_resource`` before the body is read)."""
         ns, name = t.namespace or "", t.name or ""
         current = self.present(t.info, self.api.get(t.info, ns, name))
@@ -318,7 +390,7 @@ class APIApp:
         fieldvalidation.check_patched(t.info.group, t.info.kind, patched, body, ctype, strict)
         new = self._stored_form(t.info, patched, strict)
         self._check_event_update(t.info, ns, name, new)
-        return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict)
+        return self.api.patched(t.info, ns, name, new, sub=t.sub, dry_run=dry_run, strict=strict, manager=manager)
 
     async def _scale(self, request: web.Request, t: Target, verb: str) -> web.Response:
         """``<deployments|replicasets|statefulsets>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
@@ -347,6 +419,13 @@ class APIApp:
         if rv not in (None, "") and str(rv) != current["metadata"]["resourceVersion"]:
             raise st.conflict(t.info.plural, name, t.info.group)
         new = {**current, "spec": {**current.get("spec", {}), "replicas": replicas}}
+        manager, _ = self._manager(request, verb, t, "")
+        if manager is not None:
+            entries = managedfields.scale_update(t.info.api_version, current["metadata"].get("managedFields"),
+                                                 current.get("spec", {}).get("replicas"), replicas, manager)
+            new["metadata"] = {k: v for k, v in current["metadata"].items() if k != "managedFields"}
+            if entries:
+                new["metadata"]["managedFields"] = entries
         obj = self.api.update(t.info, ns, name, new, dry_run=dry_run)
         return json_response(workloads.to_scale(obj))
 
@@ -489,6 +568,20 @@ class APIApp:
             out.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion", "")
             return json_response(out, status)
         return json_response(self.present(info, obj), status)
+
+
+#: the patch types kube-apiserver accepts on a resource (installer.go; no apply-patch+cbor: CBOR is not served)
+SERVED_PATCH_TYPES = (*PATCH_TYPES, APPLY_PATCH)
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
+
+
+def _go_bool(value: str) -> bool:
+    """A boolean query parameter as Go's ``strconv.ParseBool`` reads it; 400 otherwise."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise st.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
 def _json_type(value: object) -> str:

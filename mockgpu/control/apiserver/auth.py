@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from mockgpu.control.apiserver import protobuf
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.limits import MAX_BODY_BYTES, too_large
 
@@ -24,7 +25,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def status_response(err: st.StatusError) -> web.Response:
-    return web.Response(body=json.dumps(err.status).encode(), status=err.code, content_type="application/json")
+    """The error's Status: JSON, or protobuf for a client that prefers it (``protobuf.negotiate``)."""
+    return protobuf.response(err.status, err.code) or web.Response(
+        body=json.dumps(err.status).encode(), status=err.code, content_type="application/json")
 
 
 def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:

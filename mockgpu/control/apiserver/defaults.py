@@ -2,7 +2,8 @@
 
 Covers ``SetDefaults_Pod``/``_Container``/``_NodeStatus``/``_Namespace``, the pod strategy's
 ``PrepareForCreate`` (status reset to Pending with its QoS class, and PodScheduled=False/SchedulingGated for a
-pod created with scheduling gates), and the admission plugins that every
+pod created with scheduling gates), ``SetDefaults_Probe`` and ``_HTTPGetAction`` (a container's probes and hooks),
+and the admission plugins that every
 cluster runs: DefaultTolerationSeconds, Priority (no PriorityClasses are served: a pod's priority is 0 unless its
 spec sets an integer, which is kept so the scheduler's queue and preemption can be taught; upstream's plugin refuses
 an integer it did not compute from a class, 403) and ServiceAccount (the
@@ -35,6 +36,34 @@ def image_pull_policy(image: str) -> str:
     return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
+#: ``SetDefaults_Probe``: a field left 0 gets its default
+_PROBE_DEFAULTS = (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3))
+
+
+def _default_http_get(handler: Any) -> None:
+    """``SetDefaults_HTTPGetAction`` (a probe's or a lifecycle hook's): path ``/``, scheme ``HTTP``."""
+    action = handler.get("httpGet") if isinstance(handler, dict) else None
+    if isinstance(action, dict):
+        if not action.get("path"):
+            action["path"] = "/"
+        if not action.get("scheme"):
+            action["scheme"] = "HTTP"
+
+
+def _default_probes(c: dict[str, Any]) -> None:
+    for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = c.get(key)
+        if isinstance(probe, dict):
+            for name, value in _PROBE_DEFAULTS:
+                if probe.get(name) in (None, 0):
+                    probe[name] = value
+            _default_http_get(probe)
+    lifecycle = c.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            _default_http_get(lifecycle.get(hook))
+
+
 def _default_container(c: dict[str, Any]) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
@@ -55,6 +84,7 @@ def _default_container(c: dict[str, Any]) -> None:
         ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
         if isinstance(ref, dict):
             ref.setdefault("apiVersion", "v1")
+    _default_probes(c)
 
 
 def _tolerates(tolerations: list[dict[str, Any]], key: str) -> bool:

@@ -4,19 +4,22 @@ Independent of HTTP: each method takes decoded input and returns the object (or 
 System metadata (uid, creationTimestamp, resourceVersion, generateName) is set here; kind-specific
 defaulting and validation is ``validation.default_and_validate``. Objects with a status subresource keep
 their status on a main-resource update and only change status through ``/status``, as upstream.
+Writes that name their ``manager`` record it in ``metadata.managedFields`` (``managedfields.update``); a write
+without one (server-side apply, which computed them already, and the server's own writes) keeps what it has.
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from mockgpu.apimachinery.timefmt import rfc3339
 from mockgpu.config.featuregates import DEFAULT as DEFAULT_GATES
 from mockgpu.config.featuregates import FeatureGates
-from mockgpu.control.apiserver import quotaadmission, registry
+from mockgpu.control.apiserver import managedfields, quotaadmission, registry
 from mockgpu.control.apiserver import status as st
 from mockgpu.control.apiserver.names import generate_name
 from mockgpu.control.apiserver.registry.core import POD
@@ -73,7 +76,8 @@ class ResourceAPI:
 
     # ---- create ------------------------------------------------------------------------------------------
 
-    def create(self, info: Kind, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False) -> Obj:
+    def create(self, info: Kind, ns: str, body: Obj, *, dry_run: bool = False, strict: bool = False,
+               manager: str | None = None) -> Obj:
         obj = copy.deepcopy(body)
         check_type_meta(info.kind, obj)  # decoded before the server touches the metadata, as upstream
         check_decode(info.kind, obj, strict)
@@ -98,7 +102,8 @@ class ResourceAPI:
             labels = ((self.store.get("namespaces", "", ns) or {}).get("metadata") or {}).get("labels") or {}
         obj = default_and_validate(info.kind, obj, namespace=ns if info.namespaced else None, strict=strict,
                                    namespace_labels=labels, store=self.store,
-                                   admit=lambda o: quotaadmission.mutate(info, ns, o, self.store), gates=self.gates)
+                                   admit=lambda o: quotaadmission.mutate(info, ns, o, self.store), gates=self.gates,
+                                   track=_tracker(info, None, "", manager))
         meta = obj["metadata"]
         name = meta["name"]
         if self.store.get(info.plural, ns if info.namespaced else "", name) is not None:
@@ -133,7 +138,7 @@ class ResourceAPI:
     # ---- update and patch --------------------------------------------------------------------------------
 
     def update(self, info: Kind, ns: str, name: str, body: Obj, *, sub: str | None = None,
-               dry_run: bool = False, strict: bool = False) -> Obj:
+               dry_run: bool = False, strict: bool = False, manager: str | None = None) -> Obj:
         """PUT: the whole object; a stale ``metadata.resourceVersion`` is a 409 Conflict."""
         old = self.get(info, ns, name)
         meta = body.get("metadata")
@@ -150,10 +155,10 @@ class ResourceAPI:
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)
-        return self._replace(info, old, body, sub=sub, dry_run=dry_run, strict=strict)
+        return self._replace(info, old, body, sub=sub, dry_run=dry_run, strict=strict, manager=manager)
 
     def _replace(self, info: Kind, old: Obj, body: Obj, *, sub: str | None, dry_run: bool,
-                 strict: bool = False) -> Obj:
+                 strict: bool = False, manager: str | None = None) -> Obj:
         new = copy.deepcopy(body)
         meta = new.setdefault("metadata", {})
         old_meta = old["metadata"]
@@ -173,7 +178,8 @@ class ResourceAPI:
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new = default_and_validate(info.kind, new, namespace=old_meta.get("namespace"), old=old, strict=strict,
-                                   subresource=sub or "", store=self.store, gates=self.gates)
+                                   subresource=sub or "", store=self.store, gates=self.gates,
+                                   track=_tracker(info, old, sub or "", manager))
         if new == old:  # a no-op update does not bump the resourceVersion, as upstream
             return old
         charges = quotaadmission.validate(info, meta.get("namespace") or "", new, old, self.store) if not sub else []
@@ -185,7 +191,7 @@ class ResourceAPI:
         return self.store.update(info.plural, _ordered(new), old)
 
     def patched(self, info: Kind, ns: str, name: str, patched: Obj, *, sub: str | None = None,
-                dry_run: bool = False, strict: bool = False) -> Obj:
+                dry_run: bool = False, strict: bool = False, manager: str | None = None) -> Obj:
         """Store the result of applying a patch to the current object (the HTTP layer applies it)."""
         old = self.get(info, ns, name)
         meta = patched.get("metadata")
@@ -197,7 +203,7 @@ class ResourceAPI:
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old["metadata"]["resourceVersion"]:
             raise st.conflict(info.plural, name, info.group)
-        return self._replace(info, old, patched, sub=sub, dry_run=dry_run, strict=strict)
+        return self._replace(info, old, patched, sub=sub, dry_run=dry_run, strict=strict, manager=manager)
 
     # ---- delete ------------------------------------------------------------------------------------------
 
@@ -205,13 +211,15 @@ class ResourceAPI:
         """(object, removed). Bound pods and objects with finalizers are only marked for deletion."""
         old = self.get(info, ns, name)
         meta = old["metadata"]
+        # the preconditions as rest.BeforeDelete checks them first (its Conflict names the kind, not the resource)
         if opts.uid is not None and opts.uid != meta.get("uid"):
-            raise st.conflict(info.plural, name, info.group, f"Precondition failed: UID in precondition: "
-                              f"{opts.uid}, UID in object meta: {meta.get('uid')}")
+            raise st.conflict(info.kind, name, info.group, f"the UID in the precondition ({opts.uid}) does not match "
+                              f"the UID in record ({meta.get('uid')}). The object might have been deleted and then "
+                              "recreated")
         if opts.resource_version is not None and opts.resource_version != meta.get("resourceVersion"):
-            raise st.conflict(info.plural, name, info.group, f"Precondition failed: ResourceVersion in "
-                              f"precondition: {opts.resource_version}, ResourceVersion in object meta: "
-                              f"{meta.get('resourceVersion')}")
+            raise st.conflict(info.kind, name, info.group, f"the ResourceVersion in the precondition "
+                              f"({opts.resource_version}) does not match the ResourceVersion in record "
+                              f"({meta.get('resourceVersion')}). The object might have been modified")
         lifecycle = info.lifecycle
         if lifecycle is not None and name in lifecycle.immortal:
             raise st.forbidden(resource=info.plural, name=name, reason=f"this {info.singular} may not be deleted")
@@ -285,6 +293,23 @@ class ResourceAPI:
         if isinstance(annotations, dict):
             new["metadata"].setdefault("annotations", {}).update(annotations)
         self.store.update("pods", new, old)
+
+
+def _tracker(info: Kind, old: Obj | None, sub: str, manager: str | None) -> Callable[[Obj, Obj], None] | None:
+    """What records ``manager``'s write (``written``: the defaulted object) in the managedFields of ``obj`` (the
+    object to store); None: nothing to record."""
+    if manager is None:
+        return None
+    scope = managedfields.Scope(info.api_version, info.kind, sub, info.has("status"))
+
+    def track(obj: Obj, written: Obj) -> None:
+        entries = managedfields.update(scope, old, written, manager)
+        meta = obj.setdefault("metadata", {})
+        if entries:
+            meta["managedFields"] = entries
+        else:
+            meta.pop("managedFields", None)
+    return track
 
 
 def _grace_done(obj: Obj, info: Kind) -> bool:

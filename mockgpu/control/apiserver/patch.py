@@ -6,7 +6,8 @@ conditions by type, ownerReferences by uid, ...), other lists replaced, primitiv
 and the directives ``$patch`` (replace/delete/merge), ``$deleteFromPrimitiveList/<f>``,
 ``$setElementOrder/<f>`` and ``$retainKeys`` that ``kubectl apply`` sends. Simplified: with
 ``$setElementOrder`` the listed elements come first in the given order and server-only elements follow.
-Errors become 400/422 StatusErrors with the texts kube-apiserver uses; server-side apply is not served.
+Errors become 400/422 StatusErrors with the texts kube-apiserver uses. Server-side apply
+(``application/apply-patch+yaml``) is not a patch of this module: ``managedfields.apply`` serves it.
 """
 
 from __future__ import annotations

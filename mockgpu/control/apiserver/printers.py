@@ -323,8 +323,8 @@ PRIORITYLEVEL_COLUMNS = [
 SECRET_COLUMNS = [
     NAME, _col("Type", "Used to facilitate programmatic handling of secret data. More info: "
                        "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-    _col("Data", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. "
-                 "The serialized form of the secret data is a base64 encoded string, representing the arbitrary "
+    _col("Data", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or "
+                 "'.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary "
                  "(possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
     AGE]
 SERVICEACCOUNT_COLUMNS = [NAME, _col("Secrets", "Secrets is a list of the secrets in the same namespace that pods "

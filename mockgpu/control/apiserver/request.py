@@ -92,7 +92,8 @@ def encode(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = JSON) -> web.Response:
-    return web.Response(body=encode(obj), status=status, content_type=content_type)
+    """A JSON response, or protobuf for a client that prefers it (``protobuf.negotiate``)."""
+    return protobuf.response(obj, status) or web.Response(body=encode(obj), status=status, content_type=content_type)
 
 
 def wants_table(accept: str) -> str | None:
@@ -193,7 +194,7 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
         raise st.unsupported_media_type(content_type)
     ctype = parsed
     if ctype == protobuf.CONTENT_TYPE:
-        return protobuf.decode(raw, registry.protobuf_message)
+        return _decode_protobuf(raw, kind)
     if ctype in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
         try:  # as sigs.k8s.io/yaml: timestamps become strings, .inf/.nan cannot be JSON
             return limits.load_yaml(raw.decode("utf-8"), fieldvalidation.note_yaml_duplicates)
@@ -214,6 +215,28 @@ def decode_body(raw: bytes, content_type: str, kind: str | None = None) -> Any:
         if kind is None:
             raise
         raise unrecognized(kind, err.status["message"], raw) from None
+
+
+def _decode_protobuf(raw: bytes, kind: str | None) -> Any:
+    """A protobuf body as upstream's protobuf serializer and the REST handler's ``transformDecodeError`` take it:
+    an envelope without kind or version defaults to the URL's; errors are worded as upstream's."""
+    info = registry.by_kind(kind) if kind is not None else None
+    try:
+        return protobuf.decode_object(raw, info.api_version if info is not None else "", kind or "")
+    except protobuf.EnvelopeError as exc:
+        raise (st.bad_request(str(exc)) if kind is None else unrecognized(kind, str(exc), raw)) from None
+    except LookupError as exc:
+        got_version, got_kind = exc.args
+        error = f'no kind "{got_kind}" is registered for version "{got_version}" in scheme ' \
+                f'"{protobuf.PROTOBUF_SCHEME}"'
+        if kind is None or not got_kind:
+            raise st.bad_request(error) from None
+        raise st.bad_request(f'{got_kind} in version "{got_version.rsplit("/", 1)[-1]}" cannot be handled as a '
+                             f'{kind}: {error}') from None
+    except protobuf.ObjectError as exc:
+        error = f'{exc.kind} in version "{exc.api_version.rsplit("/", 1)[-1]}" cannot be handled as a ' \
+                f'{kind or exc.kind}: {exc}'
+        raise st.bad_request(error) from None
 
 
 def unrecognized(kind: str, base: str, raw: bytes) -> st.StatusError:

@@ -31,12 +31,16 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
                          strict: bool = False, subresource: str = "",
                          namespace_labels: dict[str, str] | None = None, store: Any = None,
                          admit: Callable[[dict[str, Any]], None] | None = None,
-                         gates: FeatureGates = DEFAULT_GATES) -> dict[str, Any]:
+                         gates: FeatureGates = DEFAULT_GATES,
+                         track: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The object to store for a create (``old`` None) or update, or a StatusError (400 or 422).
     ``namespace_labels``: the namespace's labels, for checks upstream's strategies make against the namespace
     (DRA admin access); None skips them. ``store``: the stored objects, for a kind whose storage allocates
     (``Kind.allocate``); None skips the allocation (a pure check). ``admit``: mutating admission (LimitRanger),
-    which upstream runs after decoding and before the strategy's ``PrepareForCreate`` and validation."""
+    which upstream runs after decoding and before the strategy's ``PrepareForCreate`` and validation. ``track``:
+    records the writer's managedFields in the object to store, computed from the defaulted object
+    (``managedfields.update``; upstream's field manager runs on the decoded, defaulted object, before admission and
+    before the storage allocates): on a create, the kind's ``defaults`` of the body when it has them."""
     info = registry.by_kind(kind)
     if info is None:
         raise bad_request(f"no kind \"{kind}\" is registered for version \"v1\" in scheme \"mockgpu\"")
@@ -58,6 +62,7 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     else:
         meta.pop("namespace", None)
     _normalize_quantities(info, obj)
+    tracked = info.defaults(obj) if track is not None and info.defaults is not None and old is None else None
     if admit is not None:
         admit(obj)
         _normalize_quantities(info, obj)
@@ -66,6 +71,8 @@ def default_and_validate(kind: str, obj: dict[str, Any], *, namespace: str | Non
     if info.prepare is not None:
         obj = info.prepare(obj, old, subresource)
     microtime.normalize(info.micro_times, obj)
+    if track is not None:
+        track(obj, obj if tracked is None else tracked)
     if info.allocate is not None and store is not None and subresource != "status":
         errs = info.allocate(store, obj, old)  # upstream's BeginCreate/BeginUpdate answer before the strategy
         if errs:

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockgpu.control.apiserver import protobuf
 from mockgpu.control.apiserver.listoptions import ListOptions
 from mockgpu.control.apiserver.request import encode, wants_table
-from mockgpu.control.apiserver.status import StatusError, bad_request, too_old_resource_version
+from mockgpu.control.apiserver.status import StatusError, bad_request, internal_error, too_old_resource_version
 from mockgpu.control.apiserver.store import Event, Obj, Store
 
 #: live events a watcher may have waiting. Upstream's cacheWatcher buffers 10 to 1000 events
@@ -197,7 +198,8 @@ DEFAULT_TIMEOUT_S = 1800  # kube-apiserver's --min-request-timeout
 
 async def serve_watch(request: Any, app: Any, info: Any, opts: ListOptions, namespace: str | None,
                       name: str | None = None) -> Any:
-    """``?watch=true``: a chunked stream of ``{"type", "object"}`` JSON lines, upstream's semantics:
+    """``?watch=true``: a chunked stream of ``{"type", "object"}`` JSON lines (or, for a client that prefers
+    protobuf, ``protobuf.watch_frame``'s length-prefixed ``WatchEvent`` messages), upstream's semantics:
     resourceVersion unset or "0" → the current objects as ADDED first; N → every change after N (an ERROR
     event with a 410 Status when N is older than the retained history); bookmarks when allowed;
     ``sendInitialEvents`` ends the initial ADDED events with the ``k8s.io/initial-events-end`` bookmark.
@@ -238,15 +240,29 @@ async def serve_watch(request: Any, app: Any, info: Any, opts: ListOptions, name
         watcher.push("BOOKMARK", bookmark(info.kind, info.api_version, store.rv,
                                           {"k8s.io/initial-events-end": "true"}))
 
+    as_protobuf = not table and protobuf.wants_protobuf(request.headers.get("Accept", ""))
+
+    def frame(typ: str, obj: Obj) -> bytes:
+        """One event: a JSON line, or a length-prefixed ``WatchEvent`` in a protobuf stream."""
+        if not as_protobuf:
+            return encode({"type": typ, "object": obj}) + b"\n"
+        data = protobuf.watch_frame(typ, obj)
+        if data is None:  # an object its message cannot carry: the stream says so as upstream's encoder error
+            data = protobuf.watch_frame("ERROR", internal_error(f"unable to encode {obj.get('kind')} as protobuf"
+                                                                ).status)
+        assert data is not None
+        return data
+
     def line(typ: str, obj: Obj) -> bytes:
         if table and typ in ("ADDED", "MODIFIED", "DELETED"):
-            return encode({"type": typ, "object": app.table(info, [obj], q, table)}) + b"\n"
+            return frame(typ, app.table(info, [obj], q, table))
         if typ == "BOOKMARK":
-            return encode({"type": typ, "object": obj}) + b"\n"
-        return app.hub.encoded(typ, obj, info.group, lambda: encode({"type": typ, "object": app.present(info, obj)})
-                               + b"\n")
+            return frame(typ, obj)
+        view = f"{info.group}:protobuf" if as_protobuf else info.group
+        return app.hub.encoded(typ, obj, view, lambda: frame(typ, app.present(info, obj)))
 
-    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    content_type = protobuf.WATCH_CONTENT_TYPE if as_protobuf else "application/json"
+    resp = web.StreamResponse(headers={"Content-Type": content_type})
     writing = False
 
     def stop_writing(_: Watcher) -> None:  # terminated while a write waits on a client that does not read
@@ -260,7 +276,7 @@ async def serve_watch(request: Any, app: Any, info: Any, opts: ListOptions, name
             resp.force_close()
         await resp.prepare(request)
         if error is not None:
-            await resp.write(encode({"type": "ERROR", "object": error.status}) + b"\n")
+            await resp.write(frame("ERROR", error.status))
             await resp.write_eof()
             return resp
         assert watcher is not None

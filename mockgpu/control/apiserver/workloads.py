@@ -121,6 +121,18 @@ def generate_job_selector(job: dict[str, Any]) -> None:
         meta["labels"] = dict(labels)
 
 
+def spec_defaulted(defaults: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A copy of an object with its spec defaulted: the v1 defaults alone, without what ``prepare`` adds on create
+    (a Kind record's ``defaults``, which the field manager records the creator as owning)."""
+    def run(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        spec = out.get("spec")
+        if isinstance(spec, dict):
+            defaults(spec)
+        return out
+    return run
+
+
 def prepare(obj: dict[str, Any], old: dict[str, Any] | None, subresource: str, *,
             defaults: Callable[[dict[str, Any]], None], empty_status: dict[str, Any] | None = None,
             on_create: Callable[[dict[str, Any]], None] | None = None,

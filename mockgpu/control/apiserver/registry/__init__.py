@@ -12,7 +12,6 @@ from __future__ import annotations
 from types import ModuleType
 
 from mockgpu.config.featuregates import FeatureGates
-from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.registry import (
     apps,
     authentication,
@@ -73,11 +72,6 @@ def lookup(name: str) -> Kind | None:
         if name in (k.kind, k.plural) or (k.group and name == f"{k.plural}.{k.group}"):
             return k
     return None
-
-
-def protobuf_message(kind: str) -> Message | None:
-    """The protobuf message of ``kind`` (kubectl's typed commands), or None when it is not decoded."""
-    return next((k.protobuf for k in KINDS if k.kind == kind and k.protobuf is not None), None)
 
 
 def stored_plurals() -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from mockgpu.control.apiserver import daemonsets, printers, protobuf, statefulsets, workloads
+from mockgpu.control.apiserver import daemonsets, printers, statefulsets, workloads
 from mockgpu.control.apiserver.registry.core import container_quantities
 from mockgpu.control.apiserver.registry.kind import STATUS, Kind, Obj, Subresource
 
@@ -35,12 +35,10 @@ def _workload(plural: str, kind: str, short: str, scale: bool, **strategy: Any) 
 
 DEPLOYMENT = _workload("deployments", "Deployment", "deploy", True,
                        prepare=partial(workloads.prepare, defaults=workloads.default_deployment),
-                       validate=workloads.validate_deployment, printer=printers.DEPLOYMENT, model="V1Deployment",
-                       protobuf=protobuf.DEPLOYMENT)
+                       validate=workloads.validate_deployment, printer=printers.DEPLOYMENT, model="V1Deployment")
 REPLICASET = _workload("replicasets", "ReplicaSet", "rs", True,
                        prepare=partial(workloads.prepare, defaults=workloads.default_replicaset),
-                       validate=workloads.validate_replicaset, printer=printers.REPLICASET, model="V1ReplicaSet",
-                       protobuf=protobuf.REPLICA_SET)
+                       validate=workloads.validate_replicaset, printer=printers.REPLICASET, model="V1ReplicaSet")
 DAEMONSET = _workload("daemonsets", "DaemonSet", "ds", False,
                       prepare=partial(workloads.prepare, defaults=daemonsets.apply_defaults,
                                       empty_status=daemonsets.EMPTY_STATUS,

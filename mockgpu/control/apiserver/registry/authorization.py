@@ -3,7 +3,7 @@ never stored; upstream ``pkg/registry/authorization/selfsubject*review``)."""
 
 from __future__ import annotations
 
-from mockgpu.control.apiserver import access, protobuf
+from mockgpu.control.apiserver import access
 from mockgpu.control.apiserver.registry.kind import Kind
 
 GROUP_VERSION = "authorization.k8s.io/v1"
@@ -12,9 +12,9 @@ SCHEME_KINDS: frozenset[str] = frozenset()
 
 SELF_SUBJECT_ACCESS_REVIEW = Kind("selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview",
                                   False, ("create",), group="authorization.k8s.io", stored=False,
-                                  review=access.review, protobuf=protobuf.SELF_SUBJECT_ACCESS_REVIEW)
+                                  review=access.review)
 SELF_SUBJECT_RULES_REVIEW = Kind("selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview",
                                  False, ("create",), group="authorization.k8s.io", stored=False,
-                                 review=access.rules_review, protobuf=protobuf.SELF_SUBJECT_RULES_REVIEW)
+                                 review=access.rules_review)
 
 KINDS = (SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW)

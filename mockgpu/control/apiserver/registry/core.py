@@ -1,4 +1,5 @@
-"""The core group (``/api/v1``): Pods, Nodes, Namespaces, Events, ConfigMaps, ServiceAccounts, Bindings, Services.
+"""The core group (``/api/v1``): Pods, Nodes, Namespaces, Events, ConfigMaps, Secrets, ServiceAccounts, Bindings,
+Services.
 
 Upstream: ``pkg/registry/core/<kind>/strategy.go`` and ``storage/storage.go`` for each kind. The rules themselves
 are in ``defaults`` (SetDefaults_*, admission defaults), ``corevalidation`` and ``podupdate`` (ValidatePod*,
@@ -11,7 +12,7 @@ import copy
 from typing import Any
 
 from mockgpu.config.featuregates import GENERIC_WORKLOAD, FeatureGates
-from mockgpu.control.apiserver import corevalidation, defaults, names, printers, protobuf, servicestrategy
+from mockgpu.control.apiserver import corevalidation, defaults, names, printers, secretstrategy, servicestrategy
 from mockgpu.control.apiserver.podstatusvalidation import validate_pod_status
 from mockgpu.control.apiserver.podupdate import validate_pod_update
 from mockgpu.control.apiserver.registry import corequota
@@ -28,12 +29,11 @@ from mockgpu.control.apiserver.registry.kind import (
     field_path,
     on_every_write,
 )
-from mockgpu.control.apiserver.secretstrategy import prepare_secret, validate_secret
 from mockgpu.control.apiserver.status import FieldError
 
 GROUP_VERSION = "v1"
 #: other kinds kube-apiserver's scheme knows in core/v1: a body of one decodes, then fails conversion
-SCHEME_KINDS = frozenset({"Secret", "Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
+SCHEME_KINDS = frozenset({"Endpoints", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
                           "PodTemplate", "ComponentStatus"})
 
 
@@ -109,7 +109,8 @@ POD = Kind("pods", "pod", "Pod", True, ALL, ("po",), ("all",), (
     Subresource("log", "Pod", ("get",)),
     Subresource("status", "Pod", STATUS),
 ), connect=("attach", "exec", "portforward", "proxy"),  # upstream's connect handlers: streams via the kubelet
-    prepare=prepare_pod, gated_fields=gated_pod_fields, validate=validate_pod,
+    prepare=prepare_pod, defaults=lambda o: defaults.default_pod(o, creating=False), gated_fields=gated_pod_fields,
+    validate=validate_pod,
     validate_status=validate_pod_status_update,
     quantities=lambda o: container_quantities(o.get("spec") or {}),
     returns_deleted=True, grace_period=pod_grace_period, printer=printers.POD, field_labels=POD_FIELDS,
@@ -158,7 +159,7 @@ NAMESPACE = Kind("namespaces", "namespace", "Namespace", False, NO_COLLECTION, (
                  prepare=lambda obj, old, subresource: defaults.default_namespace(obj), returns_deleted=True,
                  printer=printers.NAMESPACE, field_labels={**CLUSTER_FIELDS, "status.phase": field_path("status",
                                                                                                         "phase")},
-                 model="V1Namespace", protobuf=protobuf.NAMESPACE)
+                 model="V1Namespace")
 
 
 # ---- the rest ----------------------------------------------------------------------------------------------------
@@ -174,13 +175,13 @@ EVENT = Kind("events", "event", "Event", True, ALL, ("ev",), validate=on_every_w
              micro_times=EVENT_MICRO_TIMES, printer=printers.EVENT, field_labels=EVENT_FIELDS, model="CoreV1Event")
 CONFIGMAP = Kind("configmaps", "configmap", "ConfigMap", True, ALL, ("cm",),
                  validate=on_every_write(corevalidation.validate_configmap), printer=printers.CONFIGMAP,
-                 model="V1ConfigMap", protobuf=protobuf.CONFIG_MAP)
-# pkg/registry/core/secret: defaults, stringData → data, validation (secretstrategy)
-SECRET = Kind("secrets", "secret", "Secret", True, ALL, prepare=prepare_secret,
-              validate=validate_secret, printer=printers.SECRET,
+                 model="V1ConfigMap")
+# pkg/registry/core/secret: stringData merged into data, the type's required keys (``secretstrategy``)
+SECRET = Kind("secrets", "secret", "Secret", True, ALL, prepare=secretstrategy.prepare_secret,
+              validate=secretstrategy.validate_secret, printer=printers.SECRET,
               field_labels={**META_FIELDS, "type": field_path("type")}, model="V1Secret")
 SERVICEACCOUNT = Kind("serviceaccounts", "serviceaccount", "ServiceAccount", True, ALL, ("sa",),
-                      printer=printers.SERVICEACCOUNT, model="V1ServiceAccount", protobuf=protobuf.SERVICE_ACCOUNT)
+                      printer=printers.SERVICEACCOUNT, model="V1ServiceAccount")
 # the legacy ``bindings`` resource: POST binds the pod it names, as ``pods/<name>/binding`` does (BindingREST)
 BINDING = Kind("bindings", "binding", "Binding", True, ("create",), stored=False, route_to=("pods", "binding"),
                name_rule=names.path_segment_name,
@@ -194,6 +195,6 @@ SERVICE = Kind("services", "service", "Service", True, NO_COLLECTION, ("svc",), 
                allocate=servicestrategy.allocate, returns_deleted=True, printer=printers.SERVICE,
                field_labels={**META_FIELDS, "spec.clusterIP": field_path("spec", "clusterIP"),
                              "spec.type": field_path("spec", "type")},
-               model="V1Service", protobuf=protobuf.SERVICE)
+               model="V1Service")
 
 KINDS = (POD, NODE, NAMESPACE, EVENT, CONFIGMAP, SECRET, SERVICEACCOUNT, BINDING, SERVICE, *corequota.KINDS)

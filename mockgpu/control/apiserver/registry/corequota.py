@@ -8,14 +8,14 @@ Upstream: ``pkg/registry/core/resourcequota`` and ``pkg/registry/core/limitrange
 
 from __future__ import annotations
 
-from mockgpu.control.apiserver import limitranges, protobuf, resourcequotas
+from mockgpu.control.apiserver import limitranges, resourcequotas
 from mockgpu.control.apiserver.registry.kind import ALL, STATUS, Kind, Subresource
 
 RESOURCE_QUOTA = Kind("resourcequotas", "resourcequota", "ResourceQuota", True, ALL, ("quota",),
                       subresources=(Subresource("status", "ResourceQuota", STATUS),),
                       prepare=resourcequotas.prepare, validate=resourcequotas.validate,
                       validate_status=resourcequotas.validate_status, quantities=resourcequotas.quantities,
-                      printer=resourcequotas.PRINTER, model="V1ResourceQuota", protobuf=protobuf.RESOURCE_QUOTA)
+                      printer=resourcequotas.PRINTER, model="V1ResourceQuota")
 LIMIT_RANGE = Kind("limitranges", "limitrange", "LimitRange", True, ALL, ("limits",),
                    prepare=limitranges.prepare, validate=limitranges.validate, quantities=limitranges.quantities,
                    model="V1LimitRange")

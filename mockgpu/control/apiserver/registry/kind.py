@@ -5,8 +5,9 @@ storage) per kind: the resource's names, scope, verbs and subresources (``metav1
 (defaults and ``PrepareForCreate``/``PrepareForUpdate``, ``Validate``/``ValidateUpdate``, the admission check a
 strategy makes against the namespace), the status and scale subresources, garbage-collection and delete rules,
 the printer (``pkg/printers/internalversion``), the field labels for field selectors (``GetAttrs``/
-``toSelectableFields``), the schema source (the official client's model) and the protobuf message a typed
-kubectl command sends. The server modules look records up (``registry``); none keeps its own per-kind table.
+``toSelectableFields``) and the schema source (the official client's model); the protobuf message is the
+kind's own in k8s.io/api (``protobuf``). The server modules look records up (``registry``); none keeps its
+own per-kind table.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import names
 from mockgpu.control.apiserver.printers import Printer
-from mockgpu.control.apiserver.protobuf import Message
 from mockgpu.control.apiserver.status import FieldError
 
 Obj = dict[str, Any]
@@ -114,6 +114,9 @@ class Kind:
     # the strategy
     name_rule: Callable[[str, bool], list[str]] = names.name_is_dns_subdomain
     prepare: Callable[[Obj, Obj | None, str], Obj] | None = None  # (obj, old, subresource): defaults, Prepare*
+    # the v1 defaults alone (SetDefaults_*), when ``prepare`` also admits on create (ServiceAccount, tolerations):
+    # what the field manager records a create's writer as owning (upstream runs it before admission)
+    defaults: Callable[[Obj], Obj] | None = None
     # (obj, old, gates): the fields of feature gates, dropped when their gate is off (dropDisabled*Fields), or
     # defaulted when it is on; before ``prepare``
     gated_fields: Callable[[Obj, Obj | None, FeatureGates], None] | None = None
@@ -137,7 +140,6 @@ class Kind:
     table_order: Callable[[Obj], Any] | None = None  # a sort key of the list printer's rows (printFlowSchemaList)
     field_labels: FieldLabels = field(default_factory=lambda: META_FIELDS)
     model: str | None = None  # the official client's model: OpenAPI schema, kubectl explain, decoding
-    protobuf: Message | None = None  # the message kubectl's typed commands send
 
     @property
     def list_kind(self) -> str:
