@@ -43,3 +43,19 @@ def require_kueue() -> Path:
     problem = binaries.kueue_missing()
     assert problem is None, problem
     return bins
+
+
+def require_e2e() -> Path:
+    """``e2e.test`` (Kubernetes' sig-api-machinery e2e specs, ``scripts/upstream-build e2e``) next to the upstream
+    binaries; pytest.skip only when ``go`` is not installed and it is absent."""
+    bins = require_upstream()
+    if binaries.missing(("e2e.test",)) is None:
+        return bins / "e2e.test"
+    if shutil.which("go") is None:
+        pytest.skip(f"go is not installed and e2e.test is not built: {binaries.missing(('e2e.test',))}")
+    done = subprocess.run([str(ROOT / "scripts" / "upstream-build"), "e2e"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/upstream-build e2e failed: {done.stderr[-2000:]}")
+    problem = binaries.missing(("e2e.test",))
+    assert problem is None, problem
+    return bins / "e2e.test"

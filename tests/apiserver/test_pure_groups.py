@@ -24,7 +24,8 @@ def _err(fn, *args, **kw) -> dict:
 def test_group_list_names_each_group_with_its_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
     assert set(groups) == {"coordination.k8s.io", "events.k8s.io", "authorization.k8s.io", "authentication.k8s.io",
-                           "apps", "batch", "rbac.authorization.k8s.io", "resource.k8s.io"}
+                           "apps", "batch", "rbac.authorization.k8s.io", "resource.k8s.io",
+                           "flowcontrol.apiserver.k8s.io"}
     assert groups["coordination.k8s.io"]["preferredVersion"] == {"groupVersion": "coordination.k8s.io/v1",
                                                                  "version": "v1"}
     assert "kind" not in groups["coordination.k8s.io"]  # entries of APIGroupList carry no TypeMeta
@@ -224,7 +225,8 @@ def test_openapi_root_lists_a_document_per_group_version():
 
     paths = openapi.openapi_v3_root()["paths"]
     assert set(paths) == {"api/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/apps/v1",
-                          "apis/batch/v1", "apis/rbac.authorization.k8s.io/v1", "apis/resource.k8s.io/v1"}
+                          "apis/batch/v1", "apis/rbac.authorization.k8s.io/v1", "apis/resource.k8s.io/v1",
+                          "apis/flowcontrol.apiserver.k8s.io/v1"}
     assert paths["apis/coordination.k8s.io/v1"]["serverRelativeURL"].startswith(
         "/openapi/v3/apis/coordination.k8s.io/v1?hash=")
 

@@ -26,8 +26,12 @@ def alias_bomb(levels: int, width: int = 10) -> str:
 
 
 ALIASES = [  # (case, document, expected: a value, or the error text)
-    ("plain", "a: 1\nb: [x, y]\n", {"a": 1, "b": ["x", "y"]}),
-    ("few-aliases", "base: &b {cpu: 1}\nx: *b\ny: *b\n", {"base": {"cpu": 1}, "x": {"cpu": 1}, "y": {"cpu": 1}}),
+    ("plain", "a: 1\nb: [x, z]\n", {"a": 1, "b": ["x", "z"]}),
+    # goyaml v2 (sigs.k8s.io/yaml's) resolves y/Y/n/N as booleans too, unlike PyYAML's YAML 1.1 resolver
+    ("goyaml-v2-bools", "a: [y, Y, n, N, yes, off, yy, 'y']\n", {"a": [True, True, False, False, True, False, "yy",
+                                                                   "y"]}),
+    ("few-aliases", "base: &b {cpu: 1}\nx: *b\nz: *b\n", {"base": {"cpu": 1}, "x": {"cpu": 1}, "z": {"cpu": 1}}),
+    ("bool-key", "y: 1\nn: 2\n", {"true": 1, "false": 2}),  # YAMLToJSON writes a bool key as its text
     ("merge-key", "base: &b {cpu: 1}\nx: {<<: *b, mem: 2}\n", {"base": {"cpu": 1}, "x": {"cpu": 1, "mem": 2}}),
     ("bomb-1e6", alias_bomb(6), "yaml: document contains excessive aliasing"),
     ("bomb-1e9", alias_bomb(9), "yaml: document contains excessive aliasing"),

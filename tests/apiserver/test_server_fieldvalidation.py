@@ -191,6 +191,37 @@ def test_duplicate_fields_in_a_json_body_warn_and_keep_the_last(http: Http) -> N
     _delete(http, "dup")
 
 
+# e2e field_validation.go "should detect unknown and duplicate fields of a typed object": sigs.k8s.io/json reports
+# each key where the document has it (unknown, then the repeat), an unknown key given twice once, as unknown only
+ORDERED = b'''{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "%s", "labels": {"app": "x"}},
+ "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3, "bogus": 1, "bogus": 2,
+  "selector": {"matchLabels": {"app": "x"}, "matchLabels": {"app": "x"}},
+  "template": {"metadata": {"labels": {"app": "x"}, "extra": 1},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}'''
+
+
+@pytest.mark.parametrize(("directive", "code", "warned"), [
+    ("Strict", 400, []),
+    ("Warn", 201, ['unknown field "spec.unknownField"', 'duplicate field "spec.replicas"', 'unknown field "spec.bogus"',
+                   'duplicate field "spec.selector.matchLabels"', 'unknown field "spec.template.metadata.extra"']),
+    ("Ignore", 201, []),
+])
+def test_strict_errors_come_in_document_order(http: Http, directive: str, code: int, warned: list[str]) -> None:
+    name = f"ordered-{directive.lower()}"
+    got, out, warnings = http("POST", f"/apis/apps/v1/namespaces/default/deployments?fieldValidation={directive}",
+                              raw=ORDERED % name.encode())
+    assert got == code, out
+    assert warnings == [_warning(w) for w in warned]
+    if code == 400:
+        assert out["message"] == (
+            'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field '
+            '"spec.unknownField", duplicate field "spec.replicas", unknown field "spec.bogus", duplicate field '
+            '"spec.selector.matchLabels", unknown field "spec.template.metadata.extra"')
+    else:
+        assert out["spec"]["replicas"] == 3 and "bogus" not in out["spec"]
+        http("DELETE", f"/apis/apps/v1/namespaces/default/deployments/{name}")
+
+
 def _set(path: str, value: Any) -> Any:
     def put(p: dict[str, Any]) -> None:
         *parents, last = path.split(".")

@@ -22,6 +22,7 @@ SECTIONS = {  # id -> title, in report order
     "namespaces": "API: ordered namespace deletion, ReplicationControllers, PodTemplates (with their controllers)",
     "dra-api": "API: invalid DeviceClasses, claims, templates and CEL (status, reason, message, causes)",
     "hostile": "Hostile input: generated malformed, oversized and odd requests (status class and code, writes)",
+    "e2e": "Kubernetes' own e2e specs: sig-api-machinery [Conformance] (e2e.test, one process per spec)",
 }
 
 # Disagreements the suite found and that were fixed in the embedded control plane (kept as history).
@@ -99,8 +100,20 @@ class Row:
 
 
 @dataclass
+class E2ERow:
+    spec: str
+    group: str
+    upstream: str  # the spec's state on each plane (passed, failed, timedout, crashed, not run, ...)
+    embedded: str
+    failure: str  # the first failure line on embedded (else upstream's), "" when both passed
+    reason: str  # why embedded may differ: out of scope, an open cause, or "" when it need not
+
+
+@dataclass
 class Report:
     rows: list[Row] = field(default_factory=list)
+    e2e: list[E2ERow] = field(default_factory=list)
+    e2e_note: str = ""  # how the e2e specs ran (flags, wall time)
 
     def add(self, section: str, case: str, differences: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Record a case; returns its differences that no known reason explains."""
@@ -108,6 +121,15 @@ class Report:
         diffs = [(k, d, explain(case, k, d)) for k, d in differences]
         self.rows.append(Row(section, case, diffs))
         return [(k, d) for k, d, why in diffs if why is None]
+
+    def add_explained(self, section: str, case: str, differences: list[tuple[str, str, str | None]]) -> None:
+        """Record a case whose differences the caller explains (a reason, one starting with OPEN_PREFIX for an open
+        one, or None for an unexplained one)."""
+        assert section in SECTIONS, section
+        self.rows.append(Row(section, case, differences))
+
+    def add_e2e(self, spec: str, group: str, upstream: str, embedded: str, failure: str, reason: str) -> None:
+        self.e2e.append(E2ERow(spec, group, upstream, embedded, failure, reason))
 
     def sections_run(self) -> set[str]:
         return {r.section for r in self.rows}
@@ -134,7 +156,7 @@ class Report:
         listed = False
         for sid, title in SECTIONS.items():
             rows = [r for r in self.rows if r.section == sid and r.differences]
-            if not rows:
+            if not rows or (sid == "e2e" and self.e2e):  # the e2e specs have a table of their own, below
                 continue
             listed = True
             out += [f"### {title}", "", "| case | what | detail | reason kept |", "|---|---|---|---|"]
@@ -144,12 +166,27 @@ class Report:
             out.append("")
         if not listed:
             out += ["None.", ""]
+        if self.e2e:
+            out += _render_e2e(self.e2e, self.e2e_note)
         out += ["## Found and fixed", ""]
         out += [f"- **{what}**: {fix}" for what, fix in FIXED] or ["None yet."]
         return "\n".join(out) + "\n"
 
     def write(self, path: Path, upstream_version: str) -> None:
         path.write_text(self.render(upstream_version))
+
+
+def _render_e2e(rows: list[E2ERow], note: str) -> list[str]:
+    passed = {side: sum(1 for r in rows if getattr(r, side) == "passed") for side in ("upstream", "embedded")}
+    out = ["## Kubernetes' own e2e specs (sig-api-machinery, [Conformance])", "",
+           f"{note} Upstream passes {passed['upstream']} of {len(rows)}, embedded {passed['embedded']} of "
+           f"{len(rows)}. A spec that passes upstream and fails embedded is either of a group listed out of scope "
+           "(with its reason) or open (its cause, `OPEN`): the suite fails on any other.", "",
+           "| spec | group | upstream | embedded | first failure | reason |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {_cell(r.spec)} | {r.group} | {r.upstream} | {r.embedded} | {_cell(r.failure)} | "
+                   f"{_cell(r.reason)} |")
+    return [*out, ""]
 
 
 def _cell(text: str) -> str:

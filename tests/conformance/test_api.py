@@ -610,6 +610,185 @@ def client_battery(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
     case("binding a pod to a node (pods/binding)", lambda: _bind(core, ns))
     case("get with an unknown namespace (404)", lambda: core.read_namespaced_config_map("c1", "no-such-ns"))
     _apply_cases(core, ns, case)
+    out += field_validation_cases(api, ns)
+    out += secret_cases(api, ns)
+    out += flowcontrol_cases(api)
+    return out
+
+
+def flowcontrol_cases(api: Any) -> list[tuple[str, dict[str, Any]]]:
+    """FlowSchemas and PriorityLevelConfigurations (apiserver/flowcontrol.py): upstream's bootstrap objects, defaults,
+    validation; raw JSON bodies (the client's models refuse some of these before sending)."""
+    fc = client.FlowcontrolApiserverV1Api(api)
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    out: list[tuple[str, dict[str, Any]]] = [
+        ("flowcontrol: the bootstrap FlowSchemas", {"view": sorted(
+            (i.metadata.name, str(i.spec.to_dict())) for i in fc.list_flow_schema().items)}),
+        ("flowcontrol: the bootstrap priority levels", {"view": sorted(
+            (i.metadata.name, str(i.spec.to_dict())) for i in fc.list_priority_level_configuration().items)})]
+
+    def case(name: str, method: str, path: str, body: dict[str, Any],
+             content_type: str = "application/json") -> None:
+        out.append((f"flowcontrol: {name}", _raw(api, method, base + path, json.dumps(body), content_type)))
+
+    subject = {"kind": "User", "user": {"name": "someone"}}
+    rule = {"subjects": [subject], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}
+
+    def fs(name: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"priorityLevelConfiguration": {"name": "global-default"},
+                                                     "rules": [rule], **spec}}
+
+    def plc(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": spec}
+
+    case("a FlowSchema", "POST", "/flowschemas", fs("fc-default"))
+    out.append(("flowcontrol: its defaults", {"view": fc.read_flow_schema("fc-default").spec.to_dict()}))
+    case("matchingPrecedence 1 (422)", "POST", "/flowschemas", fs("fc-one", matchingPrecedence=1))
+    case("matchingPrecedence over 10000 (422)", "POST", "/flowschemas", fs("fc-big", matchingPrecedence=10001))
+    case("a rule without subjects or rules (422)", "POST", "/flowschemas", {
+        "metadata": {"name": "fc-empty"}, "spec": {"priorityLevelConfiguration": {"name": "x"}, "rules": [{}]}})
+    case("no priority level, a bad distinguisher (422)", "POST", "/flowschemas", fs(
+        "fc-nopl", priorityLevelConfiguration={"name": ""}, distinguisherMethod={"type": "ByPod"}))
+    case("resource rules, each wrong (422)", "POST", "/flowschemas", fs("fc-rr", rules=[{
+        "subjects": [{"kind": "ServiceAccount", "serviceAccount": {"name": "a"}, "user": {"name": "b"}},
+                     {"kind": "Robot"}, {"kind": "Group"}],
+        "resourceRules": [{"verbs": ["get", "fly"], "apiGroups": ["*", "apps"], "resources": [],
+                           "namespaces": ["Bad_NS"]}],
+        "nonResourceRules": [{"verbs": ["*", "get"], "nonResourceURLs": ["no-slash", "/a/*/b", "/a b", ""]}]}]))
+    case("the mandatory exempt FlowSchema changed (422)", "PATCH", "/flowschemas/exempt",
+         {"spec": {"matchingPrecedence": 2}}, "application/merge-patch+json")
+    case("a suggested FlowSchema changed", "PATCH", "/flowschemas/probes",
+         {"spec": {"matchingPrecedence": 3}}, "application/merge-patch+json")
+    case("a limited priority level", "POST", "/prioritylevelconfigurations", plc(
+        "fc-limited", {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}))
+    out.append(("flowcontrol: its defaults (priority level)",
+                {"view": fc.read_priority_level_configuration("fc-limited").spec.to_dict()}))
+    case("a queuing configuration out of bounds (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-bad", {"type": "Limited", "limited": {"nominalConcurrencyShares": -1, "lendablePercent": 101,
+                                                  "borrowingLimitPercent": -2,
+                                                  "limitResponse": {"type": "Queue", "queuing": {
+                                                      "queues": 128, "handSize": 129, "queueLengthLimit": -1}}}}))
+    case("hand size past the entropy bound (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-entropy", {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {
+            "queues": 100000, "handSize": 10}}}}))
+    case("type Exempt on another name (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-exempt", {"type": "Exempt", "limited": {"limitResponse": {"type": "Reject"}}}))
+    case("a bogus type (422)", "POST", "/prioritylevelconfigurations", plc("fc-bogus", {"type": "Bogus"}))
+    case("Reject with queuing, no type (422)", "POST", "/prioritylevelconfigurations", plc(
+        "fc-reject", {"type": "Limited", "exempt": {}, "limited": {"lendablePercent": 5, "limitResponse": {
+            "type": "Reject", "queuing": {"queues": 1}}}}))
+    case("no type, no limit response type (422)", "POST", "/prioritylevelconfigurations", plc("fc-notype", {}))
+    case("the mandatory catch-all level changed (422)", "PATCH", "/prioritylevelconfigurations/catch-all",
+         {"spec": {"limited": {"nominalConcurrencyShares": 6}}}, "application/merge-patch+json")
+    case("a status with a duplicate condition (422)", "PATCH", "/flowschemas/fc-default/status",
+         {"status": {"conditions": [{"type": "Dangling"}, {"type": "Dangling"}, {"status": "True"}]}},
+         "application/merge-patch+json")
+    return out
+
+
+def secret_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
+    """Secrets (secretstrategy.py): defaults, stringData, each built-in type's required keys, immutability."""
+    core = client.CoreV1Api(api)
+    out: list[tuple[str, dict[str, Any]]] = []
+    view = lambda s: (s.type, s.data, s.string_data, s.immutable)  # noqa: E731
+
+    def case(name: str, body: dict[str, Any], call: Any = None) -> None:
+        o = outcome(call or (lambda: core.create_namespaced_secret(ns, body)))
+        out.append((f"secret: {name}", {"code": 200, "view": view(o["result"])} if "result" in o else o))
+
+    def sec(name: str, **fields: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name}, **fields}
+
+    case("defaults and stringData over data", sec("s1", data={"a": "eA==", "b": "b2xk"}, string_data={"b": "new"}))
+    case("a key that is not a config key (422)", sec("s2", data={"a b": "eA=="}))
+    case("tls without its key (422)", sec("s3", type="kubernetes.io/tls", data={"tls.crt": "eA=="}))
+    case("basic-auth with neither field (422)", sec("s4", type="kubernetes.io/basic-auth"))
+    case("ssh-auth with an empty key (422)", sec("s5", type="kubernetes.io/ssh-auth", data={"ssh-privatekey": ""}))
+    case("a service-account token without its annotation (422)", sec("s6", type="kubernetes.io/service-account-token"))
+    case("a docker config that is an array (422)", sec("s7", type="kubernetes.io/dockerconfigjson",
+                                                         string_data={".dockerconfigjson": "[1]"}))
+    case("an empty docker config (422)", sec("s8", type="kubernetes.io/dockercfg", string_data={".dockercfg": ""}))
+    case("over 1 MiB (422)", sec("s9", string_data={"a": "x" * (1024 * 1024), "b": "y"}))
+    case("a custom type", sec("s10", type="example.com/x", immutable=True, string_data={"k": "v"}))
+    frozen = core.read_namespaced_secret("s10", ns) if out[-1][1]["code"] == 200 else None
+    if frozen is not None:
+        frozen.type, frozen.immutable, frozen.data = "example.com/y", False, {"k": "dw=="}
+    case("an immutable one changed (422)", {}, lambda: core.replace_namespaced_secret("s10", ns, frozen))
+    return out
+
+
+# -- field validation: raw bodies (duplicate keys cannot be built from a dict), Warning headers compared ----------
+DEPLOYMENT = """{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "%(name)s", "labels": {"app": "x"}%(meta)s},
+ "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3, "bogus": 1, "bogus": 2,
+  "selector": {"matchLabels": {"app": "x"}, "matchLabels": {"app": "x"}},
+  "template": {"metadata": {"labels": {"app": "x", "app": "x"}, "extra": 1},
+               "spec": {"containers": [{"name": "c", "image": "busybox", "image": "busybox:1"}]}}}}"""
+DEPLOYMENT_YAML = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %(name)s
+  name: %(name)s
+spec:
+  replicas: 1
+  unknownField: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: c
+        image: busybox
+        image: busybox:1
+"""
+
+
+def _raw(api: Any, method: str, path: str, body: str, content_type: str = "application/json") -> dict[str, Any]:
+    """One request with a body sent as given: code, Status message, and every ``Warning`` header."""
+    auth = api.configuration.auth_settings()["BearerToken"]
+    r = api.rest_client.pool_manager.request(method, api.configuration.host + path, body=body.encode(),
+                                             headers={"Content-Type": content_type, "Accept": "application/json",
+                                                      auth["key"]: auth["value"]})
+    data = json.loads(r.data or b"{}")
+    message = normalise(data.get("message") or "") if data.get("kind") == "Status" else ""
+    # a patch's 422 prints the whole patched object, whose status the controllers write at their own pace
+    message = re.sub(r'Invalid value: ".*": (strict decoding error)', r"Invalid value: <the patched object>: \1",
+                     message)
+    return {"code": r.status, "message": message, "warnings": r.headers.getlist("Warning")}
+
+
+def field_validation_cases(api: Any, ns: str) -> list[tuple[str, dict[str, Any]]]:
+    deps = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    out: list[tuple[str, dict[str, Any]]] = []
+    for label, query, name, meta in [
+        ("Strict", "?fieldValidation=Strict", "fv-strict", ""),
+        ("Warn", "?fieldValidation=Warn", "fv-warn", ""),
+        ("absent (Warn)", "", "fv-default", ""),
+        ("Ignore", "?fieldValidation=Ignore", "fv-ignore", ""),
+        ("Strict, unknown metadata field", "?fieldValidation=Strict", "fv-meta", ', "unknownMeta": "foo"'),
+        ("Warn, unknown metadata field", "", "fv-meta", ', "unknownMeta": "foo"'),
+        ("bogus (422)", "?fieldValidation=bogus", "fv-bogus", ""),
+    ]:
+        out.append((f"field validation: create, unknown and duplicate fields, {label}",
+                    _raw(api, "POST", deps + query, DEPLOYMENT % {"name": name, "meta": meta})))
+    update = DEPLOYMENT % {"name": "fv-warn", "meta": ""}
+    out.append(("field validation: update with unknown and duplicate fields, Strict",
+                _raw(api, "PUT", f"{deps}/fv-warn?fieldValidation=Strict", update)))
+    out.append(("field validation: update with unknown and duplicate fields, Warn",
+                _raw(api, "PUT", f"{deps}/fv-warn", update)))
+    for ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        patch = '{"spec": {"replicas": 1, "replicas": 2, "paused": false, "nope": 1}}'
+        for label, query in (("Strict", "?fieldValidation=Strict"), ("Warn", "")):
+            out.append((f"field validation: {ctype.split('/')[1]} with unknown and duplicate fields, {label}",
+                        _raw(api, "PATCH", f"{deps}/fv-warn{query}", patch, ctype)))
+    for label, query, name in (("Strict", "?fieldValidation=Strict", "fv-yaml-strict"), ("Warn", "", "fv-yaml")):
+        out.append((f"field validation: YAML body with duplicate keys and an unknown field, {label}",
+                    _raw(api, "POST", deps + query, DEPLOYMENT_YAML % {"name": name}, "application/yaml")))
+    out.append(("field validation: YAML body whose label is y (a bool to goyaml v2: 400)",
+                _raw(api, "POST", deps, DEPLOYMENT_YAML.replace("web", "y") % {"name": "fv-yaml-y"},
+                     "application/yaml")))
     return out
 
 

@@ -129,7 +129,27 @@ def battery(api: Any, kubectl: Any) -> list[tuple[str, dict[str, Any]]]:
     # kubectl prints a LimitRange item's resources in Go's map order (describeLimitRangeSpec): compare the lines
     case("kubectl describe namespace (quotas and LimitRanges)",
          lambda: sorted(kubectl(["describe", "namespace", b]).splitlines()))
+    # Services: node ports and load balancers (the service evaluator), as e2e's "capture the life of a service"
+    c = "quota-services"
+    _ns(core, c)
+    case("a quota on services, node ports and load balancers", lambda: core.create_namespaced_resource_quota(
+        c, {"metadata": {"name": "svc"}, "spec": {"hard": {"services": "10", "services.nodeports": "1",
+                                                           "services.loadbalancers": "1"}}}),
+        lambda q: q.spec.hard)
+    case("its first status (services)", lambda: _status(core, c, "svc", _synced))
+    case("a NodePort Service", lambda: core.create_namespaced_service(c, _service("np", "NodePort")),
+         lambda svc: svc.spec.type)
+    case("a LoadBalancer over the node ports (403)", lambda: core.create_namespaced_service(
+        c, _service("lb", "LoadBalancer")))
+    case("a LoadBalancer without node ports", lambda: core.create_namespaced_service(
+        c, _service("lb2", "LoadBalancer", allocateLoadBalancerNodePorts=False)), lambda svc: svc.spec.type)
+    case("status.used of the services quota", lambda: _status(
+        core, c, "svc", lambda s: (s.used or {}).get("services.loadbalancers") == "1"))
     return out
+
+
+def _service(name: str, kind: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"type": kind, "ports": [{"port": 80}], **spec}}
 
 
 def _kubectl(kubeconfig: Any) -> Callable[[list[str]], str]:

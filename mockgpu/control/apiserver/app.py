@@ -189,7 +189,7 @@ class APIApp:
                 raise st.bad_request("Namespace parameter required.")
             t = replace(t, namespace=None)
         if t.sub != "log":  # a log is text/plain whatever the Accept
-            check_accept(request.headers.get("Accept", ""))
+            check_accept(request.headers.get("Accept", ""), table=t.info.review is None)
         allowed = {s.name: s.verbs for s in t.info.subresources}.get(t.sub or "", t.info.verbs) if t.sub \
             else t.info.verbs
         if verb not in allowed and not (t.sub == "log" and verb == "get"):

@@ -23,8 +23,8 @@ checked (:func:`schema_of` returns None). Not stored, so not checked here: the a
 Simplified against upstream: free-form fields (``object`` that is not an IntOrString: ``RawExtension``, opaque
 driver parameters) are stored as sent, unchecked; ``[]byte`` fields must be standard base64 as Go decodes it;
 Go names a number it could not fit by its literal text, here by Python's (``1e3`` reads as ``1000.0``); duplicate
-keys are found in JSON bodies (YAML ones keep the last value silently); the strict errors of an object are listed
-duplicates first, then unknown fields, each in document order (Go interleaves them). Protobuf bodies
+keys are found in JSON bodies (YAML ones keep the last value silently); the strict errors come in document order,
+as Go's decoder meets the keys, but a field given twice is checked once, with the value kept (its last). Protobuf bodies
 (``protobuf.py``) cannot carry unknown fields or wrongly typed values: the wire format names fields by number,
 and numbers the schema does not know are skipped without a word, as upstream's protobuf decoder does.
 """
@@ -127,9 +127,10 @@ async def warnings_middleware(request: web.Request, handler: Any) -> web.StreamR
 # ---- duplicate keys in JSON bodies ------------------------------------------------------------------------------
 
 class _Duplicated(dict):  # type: ignore[type-arg]
-    """A JSON object that named some keys twice (the last value is kept, as Go's decoder does)."""
+    """A JSON object that named some keys twice (the last value is kept, as Go's decoder does); ``order`` is
+    every key as the document gives it, repeats included (the strict errors follow it)."""
 
-    __slots__ = ("duplicates",)
+    __slots__ = ("duplicates", "order")
 
 
 def object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -140,6 +141,7 @@ def object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     marked = _Duplicated(out)
     seen: set[str] = set()
     marked.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore
+    marked.order = tuple(k for k, _ in pairs)
     return marked
 
 
@@ -148,6 +150,29 @@ def _take_duplicates(obj: dict[str, Any]) -> tuple[str, ...]:
     if dups:
         obj.duplicates = ()  # type: ignore[attr-defined]  # reported once, not again when the object is rewritten
     return dups
+
+
+def _occurrences(obj: dict[str, Any]) -> list[tuple[str, bool, bool]]:
+    """``obj``'s keys in document order as the decoder meets them: (key, a repeat, its last occurrence). The
+    value kept is the last one, so its fields are checked there; a repeat is reported where it stands (once)."""
+    order = getattr(obj, "order", ())
+    if not order:
+        return [(k, False, True) for k in obj]
+    obj.order = obj.duplicates = ()  # type: ignore[attr-defined]  # reported once
+    last = {k: i for i, k in enumerate(order)}
+    seen: set[str] = set()
+    out = []
+    for i, k in enumerate(order):
+        if k in obj:
+            out.append((k, k in seen, last[k] == i))
+            seen.add(k)
+    return out + [(k, False, True) for k in obj if k not in last]
+
+
+def _problem(problems: list[str], text: str) -> None:
+    """One strict error, as sigs.k8s.io/json saves them: each text once, at most 100."""
+    if len(problems) < 100 and text not in problems:
+        problems.append(text)
 
 
 def body_duplicates(value: Any, path: str = "") -> list[str]:
@@ -321,18 +346,22 @@ def strict_error(problems: list[str]) -> str:
 
 
 def _struct(node: Node, obj: dict[str, Any], epath: str, spath: str, problems: list[str]) -> None:
-    for key in _take_duplicates(obj):
-        problems.append(f'duplicate field "{spath}.{key}"' if spath else f'duplicate field "{key}"')
+    """A struct's fields in document order (sigs.k8s.io/json's): an unknown field, a repeated known one
+    (``duplicate field``; an unknown field given twice is only unknown), then the field's own value."""
     unknown = []
     fields, owner = node.fields, node.go[3:]
-    for key, value in obj.items():
+    for key, repeat, last in _occurrences(obj):
         child = fields.get(key)
         sp = f"{spath}.{key}" if spath else key
         if child is None:
-            unknown.append(key)
-            if len(problems) < 100:  # sigs.k8s.io/json keeps at most 100
-                problems.append(f'unknown field "{sp}"')
-        elif value is not None:
+            if not repeat:
+                unknown.append(key)
+            _problem(problems, f'unknown field "{sp}"')
+            continue
+        if repeat:
+            _problem(problems, f'duplicate field "{sp}"')
+        value = obj[key]
+        if last and value is not None:
             inlined = node.embedded.get(key)
             ep = f"{epath}.{inlined}.{key}" if inlined else f"{epath}.{key}" if epath else key
             _value(child, value, owner, ep, sp, problems)
@@ -462,11 +491,14 @@ def _value(node: Node, value: Any, owner: str, epath: str, spath: str, problems:
     elif kind == MAP:
         if not isinstance(value, dict):
             raise _mismatch(value, owner, epath, node.go, MAP)
-        for key in _take_duplicates(value):
-            problems.append(f'duplicate field "{spath}.{key}"')
         item = node.item
         assert item is not None
-        for key, sub in value.items():
+        for key, repeat, last in _occurrences(value):
+            if repeat:
+                _problem(problems, f'duplicate field "{spath}.{key}"')
+            sub = value[key]
+            if not last:
+                continue
             if sub is None:
                 value[key] = _zero(item)
             else:

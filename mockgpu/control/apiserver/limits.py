@@ -35,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -102,6 +103,10 @@ def _binary(loader: yaml.SafeLoader, node: Node) -> str:
 
 _Loader.add_multi_constructor("", _untagged)
 _Loader.add_constructor("tag:yaml.org,2002:binary", _binary)
+# goyaml v2 (go.yaml.in/yaml/v2 resolve.go, what sigs.k8s.io/yaml reads with) takes y, Y, n and N as booleans too,
+# which PyYAML's YAML 1.1 resolver leaves as strings: `matchLabels: {app: y}` is a bool there (a 400 upstream)
+_Loader.bool_values = {**_SafeLoader.bool_values, "y": True, "n": False}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 
 
 def ensure_recursion_headroom() -> None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from mockgpu.apimachinery.selectors import selector_string
+from mockgpu.control.apiserver import flowcontrol
 
 _NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some "
              "resources may allow a client to request the generation of an appropriate name automatically. Name is "
@@ -275,6 +276,50 @@ def event_row(ev: dict[str, Any], now: datetime) -> dict[str, Any]:
 NAMESPACE_COLUMNS = [NAME, _col("Status", "The status of the namespace"), AGE]
 CONFIGMAP_COLUMNS = [NAME, _col("Data", "Data contains the configuration data. Each key must consist of "
                                         "alphanumeric characters, '-', '_' or '.'."), AGE]
+_QUEUING_DOC = {
+    "Queues": "`queues` is the number of queues for this priority level. The queues exist independently at each "
+              "apiserver. The value must be positive.  Setting it to 1 effectively precludes shufflesharding and thus "
+              "makes the distinguisher method of associated flow schemas irrelevant.  This field has a default value "
+              "of 64.",
+    "HandSize": "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.  "
+                "When enqueuing a request at this priority level the request's flow identifier (a string pair) is "
+                "hashed and the hash value is used to shuffle the list of queues and deal a hand of the size "
+                "specified here.  The request is put into one of the shortest queues in that hand. `handSize` must "
+                "be no larger than `queues`, and should be significantly smaller (so that a few heavy flows do not "
+                "saturate most of the queues).  See the user-facing documentation for more extensive guidance on "
+                "setting this field.  This field has a default value of 8.",
+    "QueueLengthLimit": "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue "
+                        "of this priority level at a time; excess requests are rejected.  This value must be "
+                        "positive.  If not specified, it will be defaulted to 50."}
+FLOWSCHEMA_COLUMNS = [
+    NAME, _col("PriorityLevel", "`name` is the name of the priority level configuration being referenced Required."),
+    _col("MatchingPrecedence", "`matchingPrecedence` is used to choose among the FlowSchemas that match a given "
+                               "request. The chosen FlowSchema is among those with the numerically lowest (which we "
+                               "take to be logically highest) MatchingPrecedence.  Each MatchingPrecedence value must "
+                               "be ranged in [1,10000]. Note that if the precedence is not specified, it will be set "
+                               "to 1000 as default."),
+    _col("DistinguisherMethod", "`distinguisherMethod` defines how to compute the flow distinguisher for requests "
+                                "that match this schema. `nil` specifies that the distinguisher is disabled and thus "
+                                "will always be the empty string."),
+    AGE, _col("MissingPL", "references a broken or non-existent PriorityLevelConfiguration")]
+PRIORITYLEVEL_COLUMNS = [
+    NAME, _col("Type", "`type` indicates whether this priority level is subject to limitation on request execution.  "
+                       "A value of `\"Exempt\"` means that requests of this priority level are not subject to a "
+                       "limit (and thus are never queued) and do not detract from the capacity made available to "
+                       "other priority levels.  A value of `\"Limited\"` means that (a) requests of this priority "
+                       "level _are_ subject to limits and (b) some of the server's limited capacity is made available "
+                       "exclusively to this priority level. Required."),
+    _col("NominalConcurrencyShares",
+         "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) "
+         "of this level. This is the number of execution seats available at this priority level. This is used both "
+         "for requests dispatched from this priority level as well as requests dispatched from other priority levels "
+         "borrowing seats from this level. The server's concurrency limit (ServerCL) is divided among the Limited "
+         "priority levels in proportion to their NCS values:\n\nNominalCL(i)  = ceil( ServerCL * NCS(i) / sum_ncs ) "
+         "sum_ncs = sum[priority level k] NCS(k)\n\nBigger numbers mean a larger nominal concurrency limit, at the "
+         "expense of every other priority level.\n\nIf not specified, this field defaults to a value of 30.\n\n"
+         "Setting this field to zero supports the construction of a \"jail\" for this priority level that is used to "
+         "hold some request(s)"),
+    *(_col(name, doc) for name, doc in _QUEUING_DOC.items()), AGE]
 SECRET_COLUMNS = [
     NAME, _col("Type", "Used to facilitate programmatic handling of secret data. More info: "
                        "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
@@ -659,6 +704,10 @@ NODE: Printer = (NODE_COLUMNS, node_row)
 EVENT: Printer = (EVENT_COLUMNS, event_row)  # one printer for both groups, as upstream's internal type has
 NAMESPACE: Printer = (NAMESPACE_COLUMNS, named(lambda o: [(o.get("status") or {}).get("phase", "")]))
 CONFIGMAP: Printer = (CONFIGMAP_COLUMNS, named(lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})]))
+FLOWSCHEMA: Printer = (FLOWSCHEMA_COLUMNS, lambda o, now: {"cells": [
+    _meta(o).get("name", ""), *flowcontrol.flowschema_cells(o), since(_meta(o).get("creationTimestamp"), now),
+    flowcontrol.missing_pl(o)]})
+PRIORITYLEVEL: Printer = (PRIORITYLEVEL_COLUMNS, named(flowcontrol.priority_level_cells))
 SECRET: Printer = (SECRET_COLUMNS, named(lambda o: [o.get("type") or "", len(o.get("data") or {})]))
 SERVICEACCOUNT: Printer = (SERVICEACCOUNT_COLUMNS, named(lambda o: [len(o.get("secrets") or [])]))
 SERVICE: Printer = (SERVICE_COLUMNS, service_row)

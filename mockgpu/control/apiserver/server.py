@@ -27,6 +27,7 @@ from mockgpu.config.featuregates import FeatureGates
 from mockgpu.control.apiserver import fieldvalidation, limits
 from mockgpu.control.apiserver.app import APIApp
 from mockgpu.control.apiserver.discovery import RESOURCES
+from mockgpu.control.apiserver.flowcontrolbootstrap import ensure_flowcontrol_objects
 from mockgpu.control.apiserver.handlers import ResourceAPI
 from mockgpu.control.apiserver.rbacbootstrap import ensure_bootstrap_policy
 from mockgpu.control.apiserver.services import ensure_kubernetes_service
@@ -166,6 +167,7 @@ class APIServer:
             if api.store.get("namespaces", "", ns) is None:
                 api.create(RESOURCES["namespaces"], "", {"metadata": {"name": ns}})
         ensure_bootstrap_policy(api)
+        ensure_flowcontrol_objects(api)
         if self.seed is not None and fresh:
             self.seed(api)
 

@@ -54,6 +54,8 @@ def to_table(resource: str, objects: list[dict[str, Any]], *, include_object: st
     now = now or datetime.now(UTC)
     info = registry.lookup(resource)
     columns, row_fn = (info.printer if info is not None else None) or (DEFAULT_COLUMNS, _default_row)
+    if info is not None and info.table_order is not None:
+        objects = sorted(objects, key=info.table_order)
     rows = []
     for obj in objects:
         row = _safe_row(row_fn, obj, now, len(columns))

@@ -7,7 +7,8 @@ A pod uses ``count/pods`` always, and ``pods``, ``cpu``/``requests.cpu``, ``limi
 hugepages while it is not terminal (neither Succeeded nor Failed, nor past its deletion grace period). Extended
 resources are counted only as ``requests.<name>``: a quota on ``limits.nvidia.com/gpu`` is accepted by
 validation but counts nothing, as upstream. Every other resource uses ``count/<resource>[.<group>]`` (and its
-legacy name: ``configmaps``, ``secrets``, ...) per object; those evaluators match no scoped quota.
+legacy name: ``configmaps``, ``secrets``, ...) per object; those evaluators match no scoped quota. A Service also
+uses ``services.nodeports`` and ``services.loadbalancers`` as its type asks for them, and is charged on update too.
 
 Simplified: pod-level resources (``spec.resources``) and in-place resize (status resources) are not read; the
 pod's ``status.qosClass`` decides BestEffort (the API server sets it on create).
@@ -250,8 +251,33 @@ def object_count(group: str, resource: str) -> Evaluator:
                      lambda new, old: False)
 
 
+# ---- services (pkg/quota/v1/evaluator/core/services.go) -----------------------------------------------------
+
+SERVICE_RESOURCES = ("count/services", "services", "services.nodeports", "services.loadbalancers")
+
+
+def service_usage(svc: Obj, now: datetime) -> ResourceList:
+    """``serviceEvaluator.Usage``: the object counts, node ports (one per port of a NodePort or LoadBalancer
+    Service; of a LoadBalancer with ``allocateLoadBalancerNodePorts: false``, only its ports that name one) and
+    load balancers."""
+    spec = svc.get("spec") or {}
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    node_ports, balancers = 0, 0
+    if spec.get("type") == "NodePort":
+        node_ports = len(ports)
+    elif spec.get("type") == "LoadBalancer":
+        node_ports = len(ports) if spec.get("allocateLoadBalancerNodePorts") is not False else \
+            sum(1 for p in ports if p.get("nodePort"))
+        balancers = 1
+    return {"count/services": ONE, "services": ONE, "services.nodeports": Quantity(Fraction(node_ports)),
+            "services.loadbalancers": Quantity(Fraction(balancers))}
+
+
+SERVICES = Evaluator("", "services", lambda given: [n for n in given if n in SERVICE_RESOURCES], service_usage,
+                     lambda selector, obj: False, lambda required, obj: None, lambda new, old: True)
+
 #: evaluators with rules of their own (upstream ``NewEvaluators``); every other resource counts objects
-_EVALUATORS = {("", "pods"): PODS}
+_EVALUATORS = {("", "pods"): PODS, ("", "services"): SERVICES}
 
 
 def evaluator_for(group: str, resource: str) -> Evaluator:

@@ -20,6 +20,7 @@ from mockgpu.control.apiserver.registry import (
     coordination,
     core,
     events,
+    flowcontrol,
     rbac,
     resource,
     scheduling,
@@ -28,7 +29,7 @@ from mockgpu.control.apiserver.registry.kind import Kind
 
 #: the served group-versions in discovery's order (``/apis`` lists the named groups in this order)
 GROUPS: tuple[ModuleType, ...] = (core, coordination, events, authorization, apps, batch, rbac, resource,
-                                  authentication, scheduling)
+                                  authentication, scheduling, flowcontrol)
 
 KINDS: tuple[Kind, ...] = tuple(k for g in GROUPS for k in g.KINDS)
 _SERVED: dict[str, dict[str, Kind]] = {g.GROUP_VERSION: {k.plural: k for k in g.KINDS} for g in GROUPS}

@@ -143,6 +143,7 @@ class Kind:
     lifecycle: Lifecycle | None = None
     # reading
     printer: Printer | None = None
+    table_order: Callable[[Obj], Any] | None = None  # a sort key of the list printer's rows (printFlowSchemaList)
     field_labels: FieldLabels = field(default_factory=lambda: META_FIELDS)
     model: str | None = None  # the official client's model: OpenAPI schema, kubectl explain, decoding
 
