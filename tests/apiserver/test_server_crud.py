@@ -123,6 +123,23 @@ def test_limit_and_continue(core, make_pod):
     assert not rest.metadata._continue
 
 
+def test_continued_pages_are_served_at_the_first_pages_version(core, make_pod):
+    """etcd serves every page of a list at its first page's revision (the chunking e2e spec checks it): writes
+    between pages change neither the later pages nor their resourceVersion."""
+    for i in range(4):
+        core.create_namespaced_pod("default", make_pod(f"c{i}"))
+    first = core.list_namespaced_pod("default", limit=2)
+    core.create_namespaced_pod("default", make_pod("c9"))  # after the snapshot, sorts into a later page
+    core.delete_namespaced_pod("c3", "default")
+    core.patch_namespaced_pod("c2", "default", {"metadata": {"labels": {"late": "yes"}}})
+    rest = core.list_namespaced_pod("default", limit=10, _continue=first.metadata._continue)
+    assert rest.metadata.resource_version == first.metadata.resource_version
+    assert [p.metadata.name for p in rest.items] == ["c2", "c3"]
+    assert "late" not in (rest.items[0].metadata.labels or {})
+    labelled = core.list_namespaced_pod("default", limit=1, label_selector="late=yes")
+    assert [p.metadata.name for p in labelled.items] == ["c2"]  # a new list sees the writes
+
+
 def test_delete_unbound_pod_is_immediate_bound_pod_is_graceful(core, make_pod):
     core.create_namespaced_pod("default", make_pod("free"))
     core.delete_namespaced_pod("free", "default")

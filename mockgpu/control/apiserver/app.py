@@ -499,12 +499,16 @@ class APIApp:
         rv = self._check_list_rv(q)
         items = self.select(q, info, ns)
         limit = opts.limit
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         token = q.get("continue")
         if token:
             start, token_rv = decode_continue(token)
             self._check_continue_rv(q, token_rv, start)
+            snapshot = self.store.list_at(info.plural, ns, token_rv) if token_rv > 0 else None
+            if snapshot is not None:  # every page at the first page's version, as etcd serves them
+                rv, matches = token_rv, self.matcher(q, info)
+                items = [o for o in snapshot if matches(o)]
             items = [o for o in items if sort_key(o) > start]
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if limit and limit > 0 and len(items) > limit:
             rest = len(items) - limit
             items = items[:limit]
@@ -520,10 +524,11 @@ class APIApp:
                               "items": [_without_type_meta(self.present(info, o)) for o in items]})
 
     def _check_continue_rv(self, q: Any, token_rv: int, start: tuple[str, str]) -> None:
-        """A continued list is served at the version of its first page upstream; here from the current objects
-        (simplified: no snapshots are kept), so only versions that cannot be served at all are refused: newer
-        than the store (504, as the watch cache after its wait), compacted in etcd's sense (``list_compacted``:
-        older than kube-apiserver's last compaction interval; 410 with a token to go on)."""
+        """A continued list is served at the version of its first page, as upstream (``Store.list_at``; from the
+        current objects where the watch history no longer reaches back that far); versions that cannot be served
+        at all are refused: newer than the store (504, as the watch cache after its wait), compacted in etcd's
+        sense (``list_compacted``: older than kube-apiserver's last compaction interval; 410 with a token to go
+        on)."""
         if q.get("resourceVersion") not in (None, "", "0"):
             raise st.bad_request("specifying resource version is not allowed when using continue")
         if token_rv > self.store.rv:

@@ -14,7 +14,8 @@ by capacity and by age).
 Lists continued with a ``continue`` token are a different matter upstream: they read etcd, which
 kube-apiserver compacts every ``--etcd-compaction-interval`` (5 min) to the revision it recorded at the
 previous interval. ``list_compacted`` follows that clock (advanced on writes), so a token stays good for 5–10
-minutes however much watch history the byte bound drops.
+minutes however much watch history the byte bound drops. A continued page is served at its first page's version
+(``list_at``: the retained history undone) while the history reaches back that far, else from the current objects.
 
 The store is used from one thread (the server's event loop); callers treat returned objects as read-only.
 """
@@ -137,6 +138,22 @@ class Store:
         objs = self._objects.get(resource, {})
         keys = sorted(k for k in objs if namespace is None or k[0] == namespace)
         return [objs[k] for k in keys]
+
+    def list_at(self, resource: str, namespace: str | None, rv: int) -> list[Obj] | None:
+        """Objects as they were at version ``rv``, sorted as ``list``: the snapshot a continued list is served
+        from (etcd serves every page at its first page's revision), rebuilt by undoing the retained events newer
+        than ``rv``; None when the history no longer reaches back to ``rv``."""
+        if rv < self.compacted or rv > self.rv:
+            return None
+        objs = dict(self._objects.get(resource, {}))
+        for event in reversed(list(self.history_after(rv, resource))):
+            meta = event.obj["metadata"]
+            key = (meta.get("namespace") or "", meta["name"])
+            if event.type == "ADDED" or event.old is None:
+                objs.pop(key, None)
+            else:
+                objs[key] = event.old
+        return [objs[k] for k in sorted(k for k in objs if namespace is None or k[0] == namespace)]
 
     def count(self, resource: str) -> int:
         return len(self._objects.get(resource, {}))
