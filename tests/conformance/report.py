@@ -3,8 +3,10 @@ its fix. Written to docs/conformance.md at the end of a session that ran every s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from known_differences import OPEN_PREFIX, explain
 
@@ -121,6 +123,19 @@ class Report:
         diffs = [(k, d, explain(case, k, d)) for k, d in differences]
         self.rows.append(Row(section, case, diffs))
         return [(k, d) for k, d, why in diffs if why is None]
+
+    def compare(self, section: str, embedded: list[tuple[str, Any]], upstream: list[tuple[str, Any]],
+                differences: Callable[[Any, Any], list[tuple[str, str]]] | None = None) -> None:
+        """Record a battery's cases, each side's outcome side by side (the same cases in the same order), and fail
+        naming every difference no known reason explains. ``differences`` (emb, up): the outcomes' differences;
+        by default one "outcome" difference when they are not equal."""
+        open_ = []
+        for (case, emb), (case_up, up) in zip(embedded, upstream, strict=True):
+            assert case == case_up
+            diffs = (differences(emb, up) if differences is not None
+                     else [] if emb == up else [("outcome", f"embedded {emb} != upstream {up}")])
+            open_ += [f"{case}: {kind}: {detail}" for kind, detail in self.add(section, case, diffs)]
+        assert not open_, "\n".join(open_)
 
     def add_explained(self, section: str, case: str, differences: list[tuple[str, str, str | None]]) -> None:
         """Record a case whose differences the caller explains (a reason, one starting with OPEN_PREFIX for an open

@@ -246,10 +246,4 @@ def test_namespaces_battery(report, upstream_cluster, embedded_cluster):
     assert emb["delete a namespace: Terminating, spec.finalizers kept"]["view"]["phase"] == "Terminating"
     assert emb["the namespace goes once the pod is gone"]["view"] is None
     assert "replicationcontrollers" in emb["kubectl api-resources (the new kinds)"]["view"]
-    open_ = []
-    for (case, emb_case), (case_up, up) in zip(results["embedded"], results["upstream"], strict=True):
-        assert case == case_up
-        diffs = [] if emb_case == up else [("outcome", f"embedded {emb_case} != upstream {up}")]
-        for kind, detail in report.add("namespaces", case, diffs):
-            open_.append(f"{case}: {kind}: {detail}")
-    assert not open_, "\n".join(open_)
+    report.compare("namespaces", results["embedded"], results["upstream"])
