@@ -266,6 +266,42 @@ def test_malformed_bodies_are_400_as_upstream_words_them(body: bytes, kind: str 
     assert err.value.code == 400 and err.value.status["message"] == message
 
 
+def _revision_chain(levels: int) -> bytes:
+    """A ControllerRevision whose ``data`` embeds a ControllerRevision ... ``levels`` deep."""
+    body = _envelope("v1", "ConfigMap", b"")
+    for _ in range(levels):
+        rev = protobuf.to_message("k8s.io.api.apps.v1.ControllerRevision", {"metadata": {"name": "r"}})
+        rev.data.raw = body
+        body = _envelope("apps/v1", "ControllerRevision", rev.SerializeToString())
+    return body
+
+
+def _deep_fields_v1() -> bytes:
+    cm = protobuf.to_message("k8s.io.api.core.v1.ConfigMap", {"metadata": {"name": "c"}})
+    entry = cm.metadata.managedFields.add()
+    entry.manager, entry.fieldsV1.Raw = "m", b"[" * 200_000
+    return _envelope("v1", "ConfigMap", cm.SerializeToString())
+
+
+@pytest.mark.parametrize(("body", "kind", "message"), [
+    (_revision_chain(3000), "ControllerRevision", 'ControllerRevision in version "v1" cannot be handled as a '
+                                                  "ControllerRevision: embedded objects nested deeper than 8"),
+    (_deep_fields_v1(), "ConfigMap", 'ConfigMap in version "v1" cannot be handled as a ConfigMap: embedded object is '
+                                     "not JSON: nested too deep"),
+])
+def test_hostile_nesting_is_a_400_not_a_crash(body: bytes, kind: str, message: str):
+    """Embedded objects (RawExtension) and fieldsV1 nested past any real client's: refused before the interpreter's
+    recursion runs out."""
+    with pytest.raises(StatusError) as err:
+        request.decode_body(body, protobuf.CONTENT_TYPE, kind)
+    assert err.value.code == 400 and err.value.status["message"] == message
+
+
+def test_one_embedded_object_decodes():
+    assert request.decode_body(_revision_chain(1), protobuf.CONTENT_TYPE, "ControllerRevision")["data"] == {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}
+
+
 def test_a_list_and_a_status_encode():
     pods = {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "7", "continue": "x"},
             "items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}]}

@@ -70,6 +70,12 @@ def _repeated(fd: FieldDescriptor) -> bool:
     return bool(flag) if flag is not None else fd.label == 3  # LABEL_REPEATED
 
 
+#: how deep objects embedded in RawExtensions may nest (upstream keeps their bytes undecoded; one level is what
+#: clients send, a deeper chain is refused before it could exhaust the interpreter's recursion)
+MAX_EMBEDDED_DEPTH = 8
+_EMBEDDED_DEPTH: ContextVar[int] = ContextVar("protobuf_embedded_depth", default=0)
+
+
 class ProtobufError(ValueError):
     """A body that does not decode (the message is what upstream's decoder says, or close)."""
 
@@ -299,14 +305,22 @@ def _read_special(msg: Any, kind: str) -> Any:
         if not raw:
             return None
         if raw.startswith(MAGIC):  # an object the protobuf serializer embedded
+            depth = _EMBEDDED_DEPTH.get()
+            if depth >= MAX_EMBEDDED_DEPTH:  # a hostile body, not an object any client sends
+                raise ProtobufError(f"embedded objects nested deeper than {MAX_EMBEDDED_DEPTH}")
+            token = _EMBEDDED_DEPTH.set(depth + 1)
             try:
                 return decode_object(raw)
             except LookupError as exc:
                 raise ProtobufError(f"embedded object of an unknown kind: {exc.args}") from None
+            finally:
+                _EMBEDDED_DEPTH.reset(token)
         try:
             return json.loads(raw)
         except ValueError as exc:
             raise ProtobufError(f"embedded object is not JSON: {exc}") from None
+        except RecursionError:
+            raise ProtobufError("embedded object is not JSON: nested too deep") from None
     if kind == "wrapper":
         return list(msg.items)
     raise AssertionError(kind)
