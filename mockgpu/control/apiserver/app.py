@@ -497,16 +497,18 @@ class APIApp:
               ns: str | None) -> web.Response:
         q = request.query
         rv = self._check_list_rv(q)
-        items = self.select(q, info, ns)
         limit = opts.limit
         token = q.get("continue")
+        snapshot = None
         if token:
             start, token_rv = decode_continue(token)
             self._check_continue_rv(q, token_rv, start)
             snapshot = self.store.list_at(info.plural, ns, token_rv) if token_rv > 0 else None
             if snapshot is not None:  # every page at the first page's version, as etcd serves them
-                rv, matches = token_rv, self.matcher(q, info)
-                items = [o for o in snapshot if matches(o)]
+                rv = token_rv
+        matches = self.matcher(q, info)
+        items = [o for o in (snapshot if snapshot is not None else self.store.list(info.plural, ns)) if matches(o)]
+        if token:
             items = [o for o in items if sort_key(o) > start]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if limit and limit > 0 and len(items) > limit:
